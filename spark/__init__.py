@@ -1,0 +1,1 @@
+"""PySpark evaluation jobs: replay simulator traces against latency matrices, metrics, plots, report."""
