@@ -1,0 +1,297 @@
+"""A deterministic in-memory network of pub/sub cores: no sockets, no clock, no sleeps.
+
+Hundreds of hosts run the real :class:`~p2pubsub.tree.PubSubCore`; a tree node lives on the host a simple owner
+function picks (a hash of its identifier, standing in for the DHT); messages wait in one pool and a seeded RNG
+picks which is delivered next, so every interleaving the network could produce is fair game. ``check`` verifies
+the tree's invariants; :class:`Oracle` decides by brute force which deliveries were owed.
+
+Used by the property tests, the benchmarks and ``p2pubsub demo``.
+"""
+
+from __future__ import annotations
+
+import random
+import zlib
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .model import Event, Schema, Subscription
+from .tree import (
+    Action,
+    Deliver,
+    Dropped,
+    LeafUpdate,
+    Message,
+    PubSubCore,
+    Ready,
+    Removed,
+    SendHost,
+    SendTree,
+    TransferSub,
+    TreeConfig,
+    TreeId,
+)
+
+
+class InvariantError(AssertionError):
+    pass
+
+
+def crc_owner(hosts: int) -> Callable[[TreeId], int]:
+    return lambda tid: zlib.crc32(str(tid).encode()) % hosts
+
+
+@dataclass(slots=True)
+class _InFlight:
+    dst: int
+    msg: Message
+    src: int
+
+
+@dataclass(slots=True)
+class Record:
+    """What the network has done, for oracles and benchmarks."""
+
+    messages: Counter = field(default_factory=Counter)  # by type, every message
+    remote: Counter = field(default_factory=Counter)  # by type, between two different hosts
+    deliveries: list[tuple[int, str, str]] = field(default_factory=list)  # (host, sub_id, event_id)
+    ready: dict[str, int] = field(default_factory=dict)  # sub_id -> step it became ready
+    removed: dict[str, int] = field(default_factory=dict)
+    dropped: list[Dropped] = field(default_factory=list)
+
+
+class InMemoryNetwork:
+    def __init__(
+        self,
+        hosts: int,
+        config: TreeConfig | None = None,
+        seed: int = 0,
+        capacity: tuple[int, int] = (10, 30),
+        reorder: bool = True,
+        owner: Callable[[TreeId], int] | None = None,
+    ) -> None:
+        self.config = config or TreeConfig()
+        self.rng = random.Random(seed)
+        self.cores = [
+            PubSubCore(i, self.rng.randint(*capacity), self.config, random.Random(self.rng.getrandbits(64)))
+            for i in range(hosts)
+        ]
+        self.owner = owner or crc_owner(hosts)
+        self.reorder = reorder
+        self.pool: list[_InFlight] = []
+        self.record = Record()
+        self.step_no = 0
+        self.now = 0.0
+
+    # --- client commands ---
+
+    def subscribe(self, host: int, schema: Schema, sub: Subscription) -> str:
+        sub_id, actions = self.cores[host].subscribe(schema, sub, self.now)
+        self._apply(host, actions)
+        return sub_id
+
+    def update(self, host: int, sub_id: str, sub: Subscription) -> None:
+        self._apply(host, self.cores[host].update(sub_id, sub, self.now))
+
+    def unsubscribe(self, host: int, sub_id: str) -> None:
+        self._apply(host, self.cores[host].unsubscribe(sub_id, self.now))
+
+    def publish(self, host: int, schema: Schema, event: Event) -> str:
+        pub, actions = self.cores[host].publish(schema, event, self.now)
+        self._apply(host, actions)
+        return pub.event_id
+
+    # --- running ---
+
+    def step(self) -> bool:
+        """Deliver one in-flight message (a random one when reordering); False when none is left."""
+        if not self.pool:
+            return False
+        i = self.rng.randrange(len(self.pool)) if self.reorder else 0
+        self.pool[i], self.pool[-1] = self.pool[-1], self.pool[i]
+        item = self.pool.pop() if self.reorder else self.pool.pop(0)
+        self.step_no += 1
+        self.now += 0.001
+        self._apply(item.dst, self.cores[item.dst].handle(item.msg, self.now))
+        return True
+
+    def settle(self, max_steps: int = 1_000_000, check_every: int = 0) -> int:
+        """Run until no message is in flight; check invariants every ``check_every`` steps (0: never) and at
+        the end. Raises if the network does not settle within ``max_steps`` (a livelock is a bug)."""
+        steps = 0
+        while self.step():
+            steps += 1
+            if steps > max_steps:
+                raise InvariantError(f"not settled after {max_steps} steps")
+            if check_every and steps % check_every == 0:
+                self.check(quiescent=False)
+        self.check(quiescent=True)
+        return steps
+
+    def _apply(self, host: int, actions: list[Action]) -> None:
+        for a in actions:
+            if isinstance(a, SendTree):
+                self._send(host, self.owner(a.to), a.msg)
+            elif isinstance(a, SendHost):
+                self._send(host, a.to, a.msg)
+            elif isinstance(a, Deliver):
+                self.record.deliveries.append((host, a.sub_id, a.event.event_id))
+            elif isinstance(a, Ready):
+                self.record.ready[a.sub_id] = self.step_no
+            elif isinstance(a, Removed):
+                self.record.removed[a.sub_id] = self.step_no
+            elif isinstance(a, Dropped):
+                self.record.dropped.append(a)
+
+    def _send(self, src: int, dst: int, msg: Message) -> None:
+        kind = type(msg).__name__
+        self.record.messages[kind] += 1
+        if src != dst:
+            self.record.remote[kind] += 1
+        self.pool.append(_InFlight(dst, msg, src))
+
+    # --- invariants (thesis §3.2) ---
+
+    def check(self, quiescent: bool) -> None:
+        """The distributed 2d-tree's invariants, from a global view no host has.
+
+        Always: a tree node lives only on its owner; a node's parent exists and is internal; a routing table's
+        entries partition its node's subtree; a leaf's points lie in its area; no leaf exceeds its host's
+        capacity (unless at max level); no subscription piece is stored twice. When quiescent, also: every
+        routing-table entry and every child exists, nothing waits, nothing is half transferred.
+        """
+        in_transfer = {m.msg.target for m in self.pool if isinstance(m.msg, TransferSub)}
+        moving = {e.key for m in self.pool if isinstance(m.msg, TransferSub) for e in m.msg.entries}
+        nodes: dict[TreeId, object] = {}
+        for core in self.cores:
+            tree = core.tree
+            for tid, node in tree.nodes.items():
+                if self.owner(tid) != core.host:
+                    raise InvariantError(f"{tid} held by host {core.host}, owner is {self.owner(tid)}")
+                nodes[tid] = node
+                if node.is_leaf and len(node.store) > tree.capacity and tid.level < self.config.max_level:
+                    raise InvariantError(f"leaf {tid} holds {len(node.store)} > capacity {tree.capacity}")
+            in_transfer.update(tree._partial)
+            if quiescent and (tree._parked or tree._partial):
+                raise InvariantError(f"host {core.host} still has parked/partial messages at quiescence")
+        stored: set = set()
+        for tid, node in nodes.items():
+            if not tid.is_root:
+                parent = nodes.get(tid.parent())
+                if parent is None or parent.is_leaf:
+                    raise InvariantError(f"{tid} exists but its parent is missing or a leaf")
+            if node.is_leaf:
+                area = node.space.area(tid.path)
+                for e in node.store:
+                    if not area.contains(e.point):
+                        raise InvariantError(f"{e.key} at {e.point} outside leaf {tid} {area}")
+                    if e.key in stored:
+                        raise InvariantError(f"{e.key} stored twice")
+                    stored.add(e.key)
+                continue
+            self._check_lrt(tid, node.lrt, nodes, in_transfer, quiescent)
+            for bit in "01":
+                child = tid.child(bit)
+                if child not in nodes and (quiescent or child not in in_transfer):
+                    raise InvariantError(f"internal {tid} has no child {child}")
+        if stored & moving:
+            raise InvariantError(f"pieces both stored and in transfer: {sorted(stored & moving)[:3]}")
+
+    @staticmethod
+    def _check_lrt(tid: TreeId, lrt, nodes, in_transfer, quiescent: bool) -> None:
+        for path in lrt.entries:
+            if not path.startswith(tid.path) or len(path) <= len(tid.path):
+                raise InvariantError(f"routing table of {tid} lists {path}, outside its subtree")
+            if any(path[:i] in lrt.entries for i in range(len(tid.path) + 1, len(path))):
+                raise InvariantError(f"routing table of {tid}: entries overlap at {path}")
+            entry = TreeId(tid.root, path)
+            if entry not in nodes and (quiescent or entry not in in_transfer):
+                raise InvariantError(f"routing table of {tid} points to missing {entry}")
+        for path in lrt.inner:  # the frontier of the known-internal trie is exactly the entries
+            for bit in "01":
+                if path + bit not in lrt.inner and path + bit not in lrt.entries:
+                    raise InvariantError(f"routing table of {tid} does not cover {path + bit}")
+
+    # --- views ---
+
+    def tree_nodes(self) -> dict[TreeId, object]:
+        return {tid: node for core in self.cores for tid, node in core.tree.nodes.items()}
+
+    def leaf_updates_in_flight(self) -> int:
+        return sum(isinstance(m.msg, LeafUpdate) for m in self.pool)
+
+
+@dataclass(slots=True)
+class _SubLife:
+    host: int
+    schema: Schema
+    sub: Subscription
+    subscribed_at: int
+    unsubscribed_at: int | None = None
+
+
+class Oracle:
+    """Brute force: which (subscription, event) pairs were owed, which were allowed, and what was delivered.
+
+    An event is owed to a subscription that matched it, was ready before it was published and was not
+    unsubscribed before the network settled afterwards. One whose lifetime merely overlaps the event may or may
+    not get it. Nothing else may be delivered, and nothing twice.
+    """
+
+    def __init__(self, net: InMemoryNetwork) -> None:
+        self.net = net
+        self.subs: dict[str, _SubLife] = {}
+        self.events: dict[str, tuple[Schema, Event, int, int | None]] = {}  # schema, event, published, settled
+
+    def subscribe(self, host: int, schema: Schema, sub: Subscription) -> str:
+        sub_id = self.net.subscribe(host, schema, sub)
+        self.subs[sub_id] = _SubLife(host, schema, sub, self.net.step_no)
+        return sub_id
+
+    def unsubscribe(self, sub_id: str) -> None:
+        life = self.subs[sub_id]
+        life.unsubscribed_at = self.net.step_no
+        self.net.unsubscribe(life.host, sub_id)
+
+    def publish(self, host: int, schema: Schema, event: Event) -> str:
+        event_id = self.net.publish(host, schema, event)
+        self.events[event_id] = (schema, event, self.net.step_no, None)
+        return event_id
+
+    def settle(self, **kw) -> int:
+        steps = self.net.settle(**kw)
+        for eid, (schema, event, published, settled) in self.events.items():
+            if settled is None:
+                self.events[eid] = (schema, event, published, self.net.step_no)
+        return steps
+
+    def verdict(self) -> dict[str, list]:
+        delivered = Counter((sub_id, eid) for _, sub_id, eid in self.net.record.deliveries)
+        missing, false_positive, duplicate, misrouted = [], [], [], []
+        for (sub_id, eid), n in delivered.items():
+            if n > 1:
+                duplicate.append((sub_id, eid, n))
+        for host, sub_id, _eid in self.net.record.deliveries:
+            if self.subs[sub_id].host != host:
+                misrouted.append((host, sub_id))
+        for eid, (schema, event, published, settled) in self.events.items():
+            for sub_id, life in self.subs.items():
+                if life.schema.name != schema.name:
+                    matches = False
+                else:
+                    matches = life.sub.matches(event.values, schema.absent)
+                got = (sub_id, eid) in delivered
+                if not matches:
+                    if got:
+                        false_positive.append((sub_id, eid))
+                    continue
+                ready = self.net.record.ready.get(sub_id)
+                gone = life.unsubscribed_at
+                owed = ready is not None and ready <= published and (gone is None or (settled and gone >= settled))
+                allowed = gone is None or gone > published
+                if owed and not got:
+                    missing.append((sub_id, eid))
+                elif got and not allowed:
+                    false_positive.append((sub_id, eid))
+        return {"missing": missing, "false_positive": false_positive, "duplicate": duplicate, "misrouted": misrouted}

@@ -1,0 +1,212 @@
+"""The subscriber's and publisher's side of the tree: a node's own subscriptions and events (thesis §3.3,
+§3.3.1, §3.4.1, §3.4.3).
+
+A home installs each subscription (every piece, through RndLeafProbe) and reports it ready once every piece is
+acknowledged; it publishes an event by RndRegionProbe in every attribute tree the matching semantics require;
+and it receives notifications, removing duplicates by (event, subscription) before the application sees them.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+
+from ..model import Absent, Event, Schema, Subscription
+from .config import TreeConfig
+from .leafstore import coordinate
+from .messages import (
+    Action,
+    Deliver,
+    EventDelivery,
+    ProbePub,
+    ProbeSub,
+    PubEvent,
+    Ready,
+    Removed,
+    SendTree,
+    SubInstalled,
+    Unsubscribe,
+    Unsubscribed,
+)
+from .pieces import SubEntry, make_entries, probe_target, space_of
+from .probes import probe_leaf, probe_region
+from .space import Space
+from .treeid import TreeId
+
+
+@dataclass(slots=True)
+class _Version:
+    """One installed form of a subscription; an update installs a new version, then removes the old."""
+
+    number: int
+    sub: Subscription
+    space: Space
+    entries: list[SubEntry]
+    leaves: dict[int, TreeId] = field(default_factory=dict)  # piece -> leaf that acknowledged it
+    removing: bool = False
+    removed: set[int] = field(default_factory=set)
+
+    @property
+    def installed(self) -> bool:
+        return len(self.leaves) == len(self.entries)
+
+
+@dataclass(slots=True)
+class _Sub:
+    sub_id: str
+    schema: Schema
+    versions: dict[int, _Version]
+    current: int
+    active: bool = True  # False from the moment it is unsubscribed: nothing more is delivered
+    ready: bool = False
+
+
+@dataclass(slots=True)
+class HomeStats:
+    delivered: int = 0
+    duplicates: int = 0
+    false_positives: int = 0
+    late: int = 0  # notifications for subscriptions already removed
+
+
+class Home:
+    def __init__(self, host: Hashable, config: TreeConfig, rng: random.Random) -> None:
+        self.host = host
+        self.config = config
+        self.rng = rng
+        self.subs: dict[str, _Sub] = {}
+        self.stats = HomeStats()
+        self._delivered: dict[tuple[str, str], float] = {}
+
+    def new_id(self) -> str:
+        return f"{self.rng.getrandbits(64):016x}"
+
+    # --- subscriptions ---
+
+    def subscribe(self, schema: Schema, sub: Subscription, now: float, sub_id: str | None = None) -> tuple[str, list]:
+        """Install ``sub``; a ``Ready`` action follows once every piece is stored."""
+        sub_id = sub_id or self.new_id()
+        if sub_id in self.subs:
+            raise ValueError(f"subscription {sub_id} exists")
+        version = self._version(schema, sub, sub_id, 0)
+        self.subs[sub_id] = _Sub(sub_id, schema, {0: version}, 0)
+        return sub_id, self._install(version)
+
+    def update(self, sub_id: str, sub: Subscription, now: float) -> list[Action]:
+        """Change a subscription's filter (§3.3.1): install the new version, then remove the old one. Until the
+        new version is ready, events matching either version may be delivered."""
+        state = self.subs[sub_id]
+        number = max(state.versions) + 1
+        version = self._version(state.schema, sub, sub_id, number)
+        state.versions[number] = version
+        state.current = number
+        state.ready = False
+        return self._install(version)
+
+    def unsubscribe(self, sub_id: str, now: float) -> list[Action]:
+        """Stop delivering at once; remove every installed piece; ``Removed`` follows when all are gone."""
+        state = self.subs.get(sub_id)
+        if state is None or not state.active:
+            return []
+        state.active = False
+        out: list[Action] = []
+        for version in state.versions.values():
+            out.extend(self._remove(version))
+        return out + self._maybe_removed(state)
+
+    def _version(self, schema: Schema, sub: Subscription, sub_id: str, number: int) -> _Version:
+        space, entries = make_entries(sub, schema, sub_id, number, self.host, self.config, self.rng)
+        return _Version(number, sub, space, entries)
+
+    def _install(self, version: _Version) -> list[Action]:
+        out: list[Action] = []
+        for entry in version.entries:
+            target = probe_leaf(version.space, entry.point, self.config, self.rng)
+            out.append(SendTree(target, ProbeSub(target, version.space, entry)))
+        return out
+
+    def _remove(self, version: _Version) -> list[Action]:
+        version.removing = True
+        out: list[Action] = []
+        for entry in version.entries:
+            leaf = version.leaves.get(entry.piece)
+            if leaf is not None and entry.piece not in version.removed:
+                out.append(SendTree(leaf, Unsubscribe(leaf, version.space, entry.key, entry.point, self.host)))
+        return out
+
+    def _maybe_removed(self, state: _Sub) -> list[Action]:
+        if state.active or any(len(v.removed) < len(v.entries) for v in state.versions.values()):
+            return []
+        del self.subs[state.sub_id]
+        return [Removed(state.sub_id)]
+
+    def on_installed(self, msg: SubInstalled, now: float) -> list[Action]:
+        state = self.subs.get(msg.sub_id)
+        version = state.versions.get(msg.version) if state else None
+        if version is None or msg.piece in version.leaves:
+            return []
+        version.leaves[msg.piece] = msg.leaf
+        entry = version.entries[msg.piece]
+        if version.removing:  # unsubscribed (or superseded) while this piece was on its way
+            return [SendTree(msg.leaf, Unsubscribe(msg.leaf, version.space, entry.key, entry.point, self.host))]
+        if not version.installed or msg.version != state.current:
+            return []
+        state.ready = True
+        out: list[Action] = [Ready(msg.sub_id, msg.version)]
+        for old in [v for n, v in state.versions.items() if n < msg.version and not v.removing]:
+            out.extend(self._remove(old))
+        return out
+
+    def on_unsubscribed(self, msg: Unsubscribed, now: float) -> list[Action]:
+        state = self.subs.get(msg.sub_id)
+        version = state.versions.get(msg.version) if state else None
+        if version is None:
+            return []
+        version.removed.add(msg.piece)
+        if state.active and len(version.removed) == len(version.entries):
+            del state.versions[msg.version]  # an update's old version is gone
+            return []
+        return self._maybe_removed(state)
+
+    # --- events ---
+
+    def publish(self, schema: Schema, event: Event, now: float, event_id: str | None = None) -> tuple[PubEvent, list]:
+        """RndRegionProbe in every attribute tree a matching subscription can live in (§3.4.1): the event's own
+        attributes, and under match semantics also the omitted ones, whose whole space is searched."""
+        pub = PubEvent(event_id or self.new_id(), schema.name, event.values, schema.absent, now, self.host)
+        names = schema.names if schema.absent is Absent.MATCH else tuple(event.values)
+        out: list[Action] = []
+        for name in names:
+            space = space_of(schema, name, self.config)
+            value = event.values.get(name)
+            probe = probe_target(space, None if value is None else coordinate(value), self.config)
+            for path in probe_region(space, probe, self.config, self.rng):
+                to = TreeId(space.root, path)
+                out.append(SendTree(to, ProbePub(to, space, path, probe, pub)))
+        return pub, out
+
+    def on_delivery(self, msg: EventDelivery, now: float) -> list[Action]:
+        """Event delivery (§3.4.3): exactly once per (event, subscription), only to live subscriptions."""
+        out: list[Action] = []
+        event = msg.event
+        for sub_id in msg.sub_ids:
+            state = self.subs.get(sub_id)
+            if state is None or not state.active:
+                self.stats.late += 1
+                continue
+            key = (event.event_id, sub_id)
+            if key in self._delivered:
+                self.stats.duplicates += 1
+                continue
+            if not any(v.sub.matches(event.values, event.absent) for v in state.versions.values()):
+                self.stats.false_positives += 1
+                continue
+            self._delivered[key] = now + self.config.seen_ttl
+            self.stats.delivered += 1
+            out.append(Deliver(sub_id, event))
+        return out
+
+    def tick(self, now: float) -> None:
+        if self._delivered:
+            self._delivered = {k: t for k, t in self._delivered.items() if t > now}

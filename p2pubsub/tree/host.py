@@ -1,0 +1,277 @@
+"""The tree nodes one DHT node is responsible for, and how they answer messages (thesis §3.2–§3.4).
+
+A ``TreeHost`` is pure: ``handle(message, now)`` returns actions. It does not know which host is responsible
+for which key; it answers for the tree nodes it holds and treats any other identifier addressed to it as a
+node that does not exist (yet).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+
+from .config import TreeConfig
+from .leafstore import LeafStore, coordinates
+from .messages import (
+    Action,
+    Dropped,
+    EventDelivery,
+    InsertSub,
+    LeafUpdate,
+    ProbePub,
+    ProbeSub,
+    SendHost,
+    SendTree,
+    SubInstalled,
+    TransferSub,
+    TreeMessage,
+    Unsubscribe,
+    Unsubscribed,
+)
+from .pieces import SubEntry
+from .routing import LeafRoutingTable
+from .space import Space
+from .treeid import TreeId
+
+
+@dataclass(slots=True)
+class TreeNode:
+    """A node of the 2d-tree: a leaf with a store, or an internal node with a LeafRoutingTable."""
+
+    id: TreeId
+    space: Space
+    store: LeafStore | None = field(default_factory=LeafStore)
+    lrt: LeafRoutingTable | None = None
+    # leaf: events matched here in full (later probes of the same event are discarded, §3.4.1)
+    # internal: (event, scope) pairs already forwarded (retransmissions are discarded)
+    seen: dict[object, float] = field(default_factory=dict)
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.store is not None
+
+
+@dataclass(slots=True)
+class _Partial:
+    parts: int
+    got: set[int] = field(default_factory=set)
+    entries: list[SubEntry] = field(default_factory=list)
+    seen: dict[object, float] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class HostStats:
+    probes_discarded: int = 0
+    binary_search_jumps: int = 0
+    parked: int = 0
+    dropped: int = 0
+    splits: int = 0
+    matches: int = 0
+
+
+class TreeHost:
+    def __init__(self, host: Hashable, capacity: int, config: TreeConfig) -> None:
+        if capacity < 1:
+            raise ValueError("leaf capacity must be positive")
+        self.host = host
+        self.capacity = capacity
+        self.config = config
+        self.nodes: dict[TreeId, TreeNode] = {}
+        self.stats = HostStats()
+        self._spaces: dict[str, Space] = {}
+        self._partial: dict[TreeId, _Partial] = {}
+        self._parked: dict[TreeId, list[tuple[float, TreeMessage]]] = defaultdict(list)
+
+    # --- entry point ---
+
+    def handle(self, msg: TreeMessage, now: float) -> list[Action]:
+        if isinstance(msg, ProbePub):
+            return self._probe_pub(msg, now)
+        if isinstance(msg, ProbeSub | InsertSub):
+            return self._insert(msg, now)
+        if isinstance(msg, TransferSub):
+            return self._transfer(msg, now)
+        if isinstance(msg, LeafUpdate):
+            return self._leaf_update(msg, now)
+        if isinstance(msg, Unsubscribe):
+            return self._unsubscribe(msg, now)
+        raise TypeError(f"not a tree message: {type(msg).__name__}")
+
+    def tick(self, now: float) -> list[Action]:
+        """Forget expired event memories; drop (visibly) messages that waited too long for their node."""
+        for node in self.nodes.values():
+            if node.seen:
+                node.seen = {k: t for k, t in node.seen.items() if t > now}
+        out: list[Action] = []
+        for tid in list(self._parked):
+            keep = []
+            for expiry, msg in self._parked[tid]:
+                if expiry > now:
+                    keep.append((expiry, msg))
+                else:
+                    self.stats.dropped += 1
+                    out.append(Dropped(f"tree node {tid} never arrived", msg))
+            if keep:
+                self._parked[tid] = keep
+            else:
+                del self._parked[tid]
+        return out
+
+    # --- helpers ---
+
+    def _space(self, space: Space) -> Space:
+        """One Space object per tree, so its memoised areas are shared by all messages."""
+        known = self._spaces.get(space.root)
+        if known is None or known != space:
+            self._spaces[space.root] = known = space
+        return known
+
+    def _node(self, msg: TreeMessage, known: bool, now: float) -> TreeNode | None:
+        """The addressed node, or None after parking the message (``known``) for when the node arrives.
+
+        The root always exists: its host creates it, empty, on first contact.
+        """
+        node = self.nodes.get(msg.target)
+        if node is not None:
+            return node
+        if msg.target.is_root:
+            node = self.nodes[msg.target] = TreeNode(msg.target, self._space(msg.space))
+            return node
+        if known:
+            self.stats.parked += 1
+            self._parked[msg.target].append((now + self.config.pending_ttl, msg))
+        return None
+
+    def _jump(self, target: TreeId) -> TreeId:
+        """Guessed too deep: binary search upward to the ancestor at half the level (Program 3.2 line 66)."""
+        self.stats.binary_search_jumps += 1
+        return target.ancestor(target.level // 2)
+
+    # --- subscriptions ---
+
+    def _insert(self, msg: ProbeSub | InsertSub, now: float) -> list[Action]:
+        known = isinstance(msg, InsertSub)
+        node = self._node(msg, known, now)
+        entry = msg.entry
+        if node is None:
+            if known:
+                return []
+            up = self._jump(msg.target)
+            return [SendTree(up, ProbeSub(up, msg.space, entry))]
+        if node.store is None:
+            child = TreeId(node.id.root, node.lrt.locate(node.space, entry.point))
+            return [SendTree(child, InsertSub(child, node.space, entry))]
+        node.store.add(entry)  # a retransmission finds its entry already here: acknowledge again
+        out = self._maybe_split(node, now)
+        leaf = node.id
+        if not node.is_leaf:  # split just now: name the child that holds it
+            leaf = TreeId(leaf.root, node.lrt.locate(node.space, entry.point))
+        out.append(SendHost(entry.home, SubInstalled(entry.sub_id, entry.version, entry.piece, leaf)))
+        return out
+
+    def _unsubscribe(self, msg: Unsubscribe, now: float) -> list[Action]:
+        node = self._node(msg, True, now)
+        if node is None:
+            return []
+        if node.store is None:
+            child = TreeId(node.id.root, node.lrt.locate(node.space, msg.point))
+            return [SendTree(child, Unsubscribe(child, node.space, msg.key, msg.point, msg.home))]
+        removed = node.store.remove(msg.key)
+        sub_id, version, piece = msg.key
+        return [SendHost(msg.home, Unsubscribed(sub_id, version, piece, removed is not None))]
+
+    def _maybe_split(self, node: TreeNode, now: float) -> list[Action]:
+        """Leaf node split (Program 3.1): halve the area, hand each half's subscriptions to the new child, turn
+        into an internal node with a routing table, and tell the ancestors. Never merged back (§3.2.2)."""
+        store = node.store
+        if store is None or len(store) <= self.capacity or node.id.level >= self.config.max_level:
+            return []
+        self.stats.splits += 1
+        area = node.space.area(node.id.path)
+        x_axis = node.id.level % 2 == 0
+        side = area.x if x_axis else area.y
+        halves = store.partition(x_axis, (side.lo + side.hi) / 2.0)
+        # remaining lifetimes, not deadlines: hosts' clocks differ
+        seen = tuple((k, t - now) for k, t in node.seen.items() if t > now and isinstance(k, str))
+        node.store = None
+        node.lrt = LeafRoutingTable(node.id.path)
+        node.seen = {}
+        out: list[Action] = []
+        chunk = self.config.transfer_chunk
+        for bit, entries in zip("01", halves, strict=True):
+            child = node.id.child(bit)
+            parts = max(1, -(-len(entries) // chunk))
+            for i in range(parts):
+                part = tuple(entries[i * chunk : (i + 1) * chunk])
+                out.append(SendTree(child, TransferSub(child, node.space, part, seen if i == 0 else (), i, parts)))
+        if not node.id.is_root:
+            parent = node.id.parent()
+            out.append(SendTree(parent, LeafUpdate(parent, node.id.path)))
+        return out
+
+    def _transfer(self, msg: TransferSub, now: float) -> list[Action]:
+        if msg.target in self.nodes:
+            return []  # a retransmission after the node was complete
+        partial = self._partial.setdefault(msg.target, _Partial(msg.parts))
+        if msg.part in partial.got:
+            return []
+        partial.got.add(msg.part)
+        partial.entries.extend(msg.entries)
+        partial.seen.update((k, now + ttl) for k, ttl in msg.seen)
+        if len(partial.got) < partial.parts:
+            return []
+        del self._partial[msg.target]
+        node = TreeNode(msg.target, self._space(msg.space), seen=partial.seen)
+        for entry in partial.entries:
+            node.store.add(entry)
+        self.nodes[msg.target] = node
+        out = self._maybe_split(node, now)
+        for _, waiting in self._parked.pop(msg.target, ()):
+            out.extend(self.handle(waiting, now))
+        return out
+
+    def _leaf_update(self, msg: LeafUpdate, now: float) -> list[Action]:
+        node = self._node(msg, True, now)
+        if node is None or node.lrt is None:
+            return []
+        node.lrt.learn_split(msg.split)
+        if node.id.is_root:
+            return []
+        parent = node.id.parent()
+        return [SendTree(parent, LeafUpdate(parent, msg.split))]
+
+    # --- events ---
+
+    def _probe_pub(self, msg: ProbePub, now: float) -> list[Action]:
+        node = self._node(msg, msg.known, now)
+        if node is None:
+            if msg.known:
+                return []
+            up = self._jump(msg.target)
+            return [SendTree(up, ProbePub(up, msg.space, msg.scope, msg.probe, msg.event))]
+        event = msg.event
+        expiry = now + self.config.seen_ttl
+        if node.store is None:
+            key = (event.event_id, msg.scope)
+            if key in node.seen:
+                self.stats.probes_discarded += 1
+                return []
+            node.seen[key] = expiry
+            out: list[Action] = []
+            for path, scope in node.lrt.region(node.space, msg.probe, msg.scope):
+                to = TreeId(node.id.root, path)
+                out.append(SendTree(to, ProbePub(to, node.space, scope, msg.probe, event, known=True)))
+            return out
+        # a leaf answers for its whole area at the first probe of an event and discards the rest (§3.4.1)
+        if event.event_id in node.seen:
+            self.stats.probes_discarded += 1
+            return []
+        node.seen[event.event_id] = expiry
+        base = node.id.root.partition(".")[2]
+        matched = node.store.match(event.values, coordinates(event.values), base, event.absent)
+        self.stats.matches += len(matched)
+        by_home: dict[Hashable, list[str]] = defaultdict(list)
+        for entry in matched:
+            by_home[entry.home].append(entry.sub_id)
+        return [SendHost(home, EventDelivery(event, tuple(ids))) for home, ids in by_home.items()]

@@ -1,0 +1,181 @@
+"""Messages between tree hosts and homes, and the actions a core asks its runtime to carry out.
+
+Names follow the thesis (§4.2.1) without the ``Message`` suffix. Tree messages are addressed to a tree node
+(``target``), which the runtime resolves to the DHT node responsible for the hash of its identifier; the rest go
+straight to a host. All are frozen and slotted: the cores never mutate a message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..model import Absent
+from .pieces import SubEntry
+from .space import Space, Target
+from .treeid import TreeId
+
+Host = Hashable
+
+
+@dataclass(frozen=True, slots=True)
+class PubEvent:
+    """A published event as it travels: validated values plus the schema's absent-attribute semantics."""
+
+    event_id: str
+    schema: str
+    values: Mapping[str, Any]
+    absent: Absent
+    published_at: float
+    publisher: Host
+
+
+# --- subscription installation (§3.3, Program 3.2) and tree maintenance (§3.2.2, Program 3.1) ---
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeSub:
+    """A guess at the leaf holding ``entry.point``: a random level first, then binary search upward."""
+
+    target: TreeId
+    space: Space
+    entry: SubEntry
+
+
+@dataclass(frozen=True, slots=True)
+class InsertSub:
+    """Insert into a node known to exist (forwarded from an ancestor's routing table, or a known leaf)."""
+
+    target: TreeId
+    space: Space
+    entry: SubEntry
+
+
+@dataclass(frozen=True, slots=True)
+class SubInstalled:
+    """To the subscriber's home: this piece is stored at ``leaf``."""
+
+    sub_id: str
+    version: int
+    piece: int
+    leaf: TreeId
+
+
+@dataclass(frozen=True, slots=True)
+class TransferSub:
+    """A splitting leaf hands its subscriptions to a new child, in parts, with the events it has already
+    matched (event id, remaining lifetime) so that the child discards their late probes too."""
+
+    target: TreeId
+    space: Space
+    entries: tuple[SubEntry, ...]
+    seen: tuple[tuple[str, float], ...]
+    part: int
+    parts: int
+
+
+@dataclass(frozen=True, slots=True)
+class LeafUpdate:
+    """Node ``split`` has split; every ancestor up to the root refines its LeafRoutingTable."""
+
+    target: TreeId
+    split: str
+
+
+@dataclass(frozen=True, slots=True)
+class Unsubscribe:
+    target: TreeId
+    space: Space
+    key: tuple[str, int, int]
+    point: tuple[float, float]
+    home: Host
+
+
+@dataclass(frozen=True, slots=True)
+class Unsubscribed:
+    sub_id: str
+    version: int
+    piece: int
+    found: bool
+
+
+# --- event publication (§3.4.1, Program 3.3) and delivery (§3.4.3) ---
+
+
+@dataclass(frozen=True, slots=True)
+class ProbePub:
+    """Search ``probe`` within the node ``target`` for the part ``scope`` of the space it answers for.
+
+    ``known`` is set when the sender knows ``target`` exists (it came from a routing table), so a host that
+    has not received the node's subscriptions yet waits for them instead of jumping upward.
+    """
+
+    target: TreeId
+    space: Space
+    scope: str
+    probe: Target
+    event: PubEvent
+    known: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class EventDelivery:
+    """To a subscriber's home: ``event`` matches these of its subscriptions."""
+
+    event: PubEvent
+    sub_ids: tuple[str, ...]
+
+
+TreeMessage = ProbeSub | InsertSub | TransferSub | LeafUpdate | Unsubscribe | ProbePub
+HomeMessage = SubInstalled | Unsubscribed | EventDelivery
+Message = TreeMessage | HomeMessage
+
+
+# --- actions ---
+
+
+@dataclass(frozen=True, slots=True)
+class SendTree:
+    """Send to whichever host is responsible for tree node ``to``."""
+
+    to: TreeId
+    msg: TreeMessage
+
+
+@dataclass(frozen=True, slots=True)
+class SendHost:
+    to: Host
+    msg: HomeMessage
+
+
+@dataclass(frozen=True, slots=True)
+class Deliver:
+    """Hand ``event`` to the local application for subscription ``sub_id`` (deduplicated, exactly once)."""
+
+    sub_id: str
+    event: PubEvent
+
+
+@dataclass(frozen=True, slots=True)
+class Ready:
+    """Subscription ``sub_id`` (version ``version``) is installed: every later event can reach it."""
+
+    sub_id: str
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class Removed:
+    sub_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Dropped:
+    """A message the core gave up on (e.g. it waited for a node that never arrived): never silent."""
+
+    reason: str
+    msg: Message
+
+
+Action = SendTree | SendHost | Deliver | Ready | Removed | Dropped
