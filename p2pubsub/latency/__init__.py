@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 
 from ..datadir import describe_missing
+from ..scenario import Scenario
 from .base import LOOPBACK_S, LatencyModel, SiteModel
 from .king import KingFormatError, load_king
 from .ripe import RIPE_PARTS, build_ripe_model, ripe_file
@@ -45,6 +46,13 @@ def load_model(spec: str, nodes: int, seed: int, *, access_delay_ms: float | Non
     raise ValueError(f"unknown latency spec {spec!r}; expected one of {SPECS}")
 
 
+def from_scenario(scenario: Scenario) -> LatencyModel:
+    """The model for a scenario's ``[network]``, with hosts for the initial nodes and every node that joins later."""
+    net = scenario.network
+    hosts = net.nodes + scenario.churn_totals()["join"]
+    return load_model(net.latency, hosts, scenario.seed, access_delay_ms=net.access_delay_ms)
+
+
 __all__ = [
     "LOOPBACK_S",
     "KingFormatError",
@@ -52,6 +60,7 @@ __all__ = [
     "SiteModel",
     "SyntheticModel",
     "build_ripe_model",
+    "from_scenario",
     "load_king",
     "load_model",
 ]
