@@ -104,3 +104,18 @@ def test_ripe_falls_back_to_synthetic_with_a_warning(tmp_path, monkeypatch, capl
     assert "falling back to the synthetic model" in caplog.text
     assert "P2PUBSUB_DATA" in caplog.text
     assert math.isclose(m.mean_rtt_ms(), 180.0, rel_tol=1e-9)
+
+
+def test_lookup_is_one_way_dense_or_not(monkeypatch):
+    import p2pubsub.latency.base as base
+
+    for m in (small_site_model(), SyntheticModel(30, seed=2)):
+        look = m.lookup()
+        assert look.__self__ is m.lookup().__self__  # the dense matrix is built once
+        for a in range(m.hosts):
+            for b in range(m.hosts):
+                assert look(a, b) == pytest.approx(m.one_way(a, b), rel=1e-12)
+        assert look(1, 1) == LOOPBACK_S
+    monkeypatch.setattr(base, "DENSE_LIMIT", 3)
+    big = small_site_model()
+    assert big.lookup() == big.one_way  # beyond the limit: O(hosts) memory, no dense matrix

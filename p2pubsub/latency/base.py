@@ -2,23 +2,25 @@
 
 A model knows ``hosts`` simulated hosts, numbered ``0 .. hosts-1`` (host ``i`` is simulated node ``i``), and
 answers :meth:`LatencyModel.one_way` in seconds: deterministic per ordered pair, symmetric unless the data says
-otherwise, and :data:`LOOPBACK_S` from a host to itself.
+otherwise, and :data:`LOOPBACK_S` from a host to itself. :meth:`LatencyModel.lookup` hands the simulator the
+fastest equivalent callable (a dense matrix's ``item`` up to :data:`DENSE_LIMIT` hosts).
 
 Most models place hosts at *sites* (a country, a King DNS server, ...): the one-way delay between two hosts is the
 sites' one-way delay plus each host's own access delay. :class:`SiteModel` keeps the site matrix as nested Python
-lists, so a look-up is three list indexings and two additions with no numpy scalar boxing (millions of look-ups a
-run), and its memory grows with sites², not hosts².
+lists, so :meth:`~SiteModel.one_way` is a few list indexings with no numpy scalar boxing and its memory grows with
+sites², not hosts².
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 LOOPBACK_S = 20e-6  # a host to itself: a local datagram, not zero so ordering by time stays strict
+DENSE_LIMIT = 5000  # up to this many hosts, lookup() serves a dense float64 matrix (5000² × 8 B = 200 MB)
 
 
 class LatencyModel(ABC):
@@ -37,6 +39,21 @@ class LatencyModel(ABC):
 
     def rtt(self, a: int, b: int) -> float:
         return self.one_way(a, b) + self.one_way(b, a)
+
+    def lookup(self) -> Callable[[int, int], float]:
+        """The fastest plain-Python ``(a, b) -> seconds`` for this model, for the simulator's hot path.
+
+        Up to :data:`DENSE_LIMIT` hosts it is the bound ``item`` of a dense float64 matrix, built once (about twice
+        as fast as :meth:`one_way`); beyond, :meth:`one_way` itself, whose memory stays O(hosts).
+        """
+        if self.hosts > DENSE_LIMIT:
+            return self.one_way
+        dense = getattr(self, "_dense", None)
+        if dense is None:
+            dense = self.matrix_s()
+            dense.setflags(write=False)
+            self._dense = dense
+        return dense.item
 
     def matrix_s(self, hosts: Sequence[int] | None = None) -> np.ndarray:
         """Dense one-way matrix (seconds) over ``hosts`` (default: all); row = source, column = destination."""
@@ -121,6 +138,7 @@ class SiteModel(LatencyModel):
         self._base = self._base_np.tolist()
         self._site = self._sites_np.tolist()
         self._acc = acc.tolist()
+        self._rows = [self._base[s] for s in self._site]  # each host's site row (shared lists, not copies)
         self.info: dict[str, Any] = dict(info or {})
 
     @property
@@ -131,7 +149,7 @@ class SiteModel(LatencyModel):
         if a == b:
             return LOOPBACK_S
         # (acc_a + acc_b) first: float addition is commutative, so symmetric sites give a symmetric model
-        return self._base[self._site[a]][self._site[b]] + (self._acc[a] + self._acc[b])
+        return self._rows[a][self._site[b]] + (self._acc[a] + self._acc[b])
 
     def site_of(self, host: int) -> str:
         """The label of a host's site (a country code, a King server number, ...)."""

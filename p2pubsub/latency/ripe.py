@@ -13,11 +13,12 @@ RTTs and flatter every latency figure.
 Placement (``assign``):
 
 * ``"uniform"`` (default): each node in a country drawn uniformly. The mean RTT over node pairs is then close to
-  the all-country-pairs mean (≈ 180 ms, like the King data set of the thesis, §4.1.1), and it does not
-  copy RIPE Atlas' probe placement (half its measurements touch the US, Germany or the Netherlands), which says
-  where probes are, not where peers are.
+  the all-country-pairs mean (194.5 ms; 199-202 ms for 1000 nodes with access delays, seeds 1-3, see
+  ``bench/latency_report.py``), near the King data set's 180 ms the thesis used (§4.1.1), and it does not copy
+  RIPE Atlas' probe placement (56% of its measurements touch the US or Germany), which says where probes
+  are, not where peers are.
 * ``"measured"``: countries weighted by their measurement count ``rtt_cnt`` — a Europe/US-heavy, lower-latency
-  network, for sensitivity checks.
+  network (≈ 133 ms for 1000 nodes), for sensitivity checks.
 
 Each node gets its own one-way access delay, uniform in ``[0.5, 1.5] × access_delay_ms`` (default 2 ms: a
 last-mile hop the country-level averages do not carry), added to every one-way latency it takes part in.
