@@ -22,53 +22,47 @@ round-trip: ``parse_scenario(s.to_toml()) == s``. Example::
 
 Keys (times are virtual; the workload clock starts once the network has joined and stabilised):
 
-============================== ============ ====================================================================
-key                            default      meaning
-============================== ============ ====================================================================
-``name``                       file stem    scenario name: letters, digits, ``_ - .``
-``seed``                       1            seeds every random choice (placement, workload, protocol RNGs)
-``mode``                       ``"dht"``    ``"dht"`` (thesis 2d-tree over Kademlia), ``"scot"`` (OctopiA on
-                                            SCOT), ``"padres"`` (PADRES-style broker baseline)
-``drain_s``                    30           after the last event, how long the run continues for deliveries
-``network.nodes``              (required)   simulated nodes at start, >= 1
-``network.latency``            ``"ripe"``   ``"ripe"``, ``"synthetic"`` or ``"king:PATH"`` (live runs ignore it)
-``network.access_delay_ms``    model's      mean one-way access delay per node (ripe/synthetic 2 ms, King 0)
-``network.link_capacity_kbps`` unlimited    per-node access link capacity; set it to model congestion
-``network.loss``               0            probability a datagram is dropped, in [0, 1)
-``network.join_interval_ms``   50           time between successive node joins at start
-``network.stabilize_s``        10           wait after the last join before the workload starts
-``protocol.leaf_capacity``     [10, 30]     leaf capacity per node drawn from ``rand(lo, hi)``, 1 <= lo <= hi
-                                            (thesis Table 4.1 ``node_capacity``)
-``protocol.min_probe_level``   2            RndLeafProbe's lowest probe level (thesis §3.3), >= 0
-``protocol.max_probe_level``   10           its highest, >= ``min_probe_level``, <= 64
-``protocol.probe_p``           0.5          probe probability, in (0, 1]
-``protocol.multicast``         true         publish with ProbePubMulticast (false: unicast probes, §4.3)
-``protocol.cutoff``            true         use the cut-off line y = x + c (thesis §3.4)
-``protocol.cutoff_fraction``   0.25         c as a fraction of each attribute's domain width, in (0, 1]
-``protocol.replicas``          3            copies of each tree node's state in the DHT, 1 <= r <= nodes
-``protocol.seen_ttl_s``        60           how long message ids are remembered to drop duplicates, > 0
-``workload.kind``              ``"thesis"`` ``"thesis"`` (thesis §4.1) or ``"stocks"`` (PADRES quotes, seed 001)
-``workload.subscriptions_per_node`` 5       average subscriptions per node, >= 0
-``workload.subscribe_interval_ms``  2000    mean of the exponential gaps between subscriptions, >= 0
-``workload.events``            10000        events to publish, >= 0
-``workload.publish_interval_ms`` 1000       mean of the exponential gaps between events, >= 0
-``workload.settle_s``          10           gap between the last subscription and the first event, >= 0
-``workload.absent``            no_match     what an event without a constrained attribute means (§3.4.1):
-                                            ``"no_match"`` or ``"match"``
-``workload.event_present_prob`` 1.0         thesis only: each attribute's presence in an event, in (0, 1]
-``workload.shuffle_subranges`` false        thesis only: Zipf ranks on a seeded permutation of sub-ranges
-``workload.stock_mix``         [0.70, 0.25, 0.05]  stocks only: low/medium/high-rated shares, summing to 1
-``workload.stock_placement``   ``"random"`` stocks only: ``"random"`` or ``"clustered"`` (high-rated on a hub)
-``workload.symbols``           all          stocks only: use the first N symbols by name, >= 1
-``[[churn]] at_s``             (required)   when, seconds on the workload clock, non-decreasing, >= 0
-``[[churn]] crash|join|leave`` (one)        exactly one per step: how many nodes crash, join or leave
-                                            gracefully; live nodes never drop below 1
-``scot.topology``              ``"S_e"``    mode scot only: a named SCOT topology (OctopiA §10, Fig. 9) ...
-``scot.edges``                 none         ... or the acyclic factor's edges ``[[a, b], ...]`` instead
-``scot.clusters``              4            clusters (size of the cyclic factor), >= 1
-``scot.tau``                   10           IDR congestion threshold τ (OctopiA Eq. 3), > 0
-``scot.t_w_ms``                50           IDR time window t_w, > 0
-============================== ============ ====================================================================
+| key | default | meaning |
+| --- | --- | --- |
+| `name` | file stem | scenario name: letters, digits, `_ - .` |
+| `seed` | 1 | seeds every random choice (placement, workload, latency model) |
+| `mode` | `"dht"` | `"dht"` (2d-tree over Kademlia), `"scot"` (OctopiA on SCOT), `"padres"` (brokers) |
+| `drain_s` | 30 | after the last event, how long the run goes on for deliveries |
+| `network.nodes` | required | simulated nodes at start, >= 1 |
+| `network.latency` | `"ripe"` | `"ripe"`, `"synthetic"` or `"king:PATH"` (live runs ignore it) |
+| `network.access_delay_ms` | model's | mean one-way access delay per node (ripe, synthetic: 2 ms; King: 0) |
+| `network.link_capacity_kbps` | unlimited | per-node access link capacity, > 0; set it to model congestion |
+| `network.loss` | 0 | probability that a datagram is dropped, in [0, 1) |
+| `network.join_interval_ms` | 50 | time between successive node joins at start, >= 0 |
+| `network.stabilize_s` | 10 | wait after the last join before the workload starts, >= 0 |
+| `protocol.leaf_capacity` | [10, 30] | each node's leaf capacity drawn from `rand(lo, hi)`, 1 <= lo <= hi (Table 4.1) |
+| `protocol.min_probe_level` | 2 | RndLeafProbe's lowest probe level (thesis §3.3), 0..64 |
+| `protocol.max_probe_level` | 10 | its highest, >= `min_probe_level`, <= 64 |
+| `protocol.probe_p` | 0.5 | probe probability, in (0, 1] |
+| `protocol.multicast` | true | ProbePubMulticast for publications (false: unicast probes, §4.3) |
+| `protocol.cutoff` | true | use the cut-off line y = x + c (thesis §3.4) |
+| `protocol.cutoff_fraction` | 0.25 | c as a fraction of each attribute's domain width, in (0, 1] |
+| `protocol.replicas` | 3 | copies of each tree node's state in the DHT, 1 <= r <= `network.nodes` |
+| `protocol.seen_ttl_s` | 60 | how long message ids are remembered to drop duplicates, > 0 |
+| `workload.kind` | `"thesis"` | `"thesis"` (thesis §4.1) or `"stocks"` (PADRES quotes, seed 001 §5.1) |
+| `workload.subscriptions_per_node` | 5 | average subscriptions per node, >= 0 |
+| `workload.subscribe_interval_ms` | 2000 | mean exponential gap between subscriptions, >= 0 |
+| `workload.events` | 10000 | events to publish, >= 0 |
+| `workload.publish_interval_ms` | 1000 | mean exponential gap between events, >= 0 |
+| `workload.settle_s` | 10 | gap between the last subscription and the first event, >= 0 |
+| `workload.absent` | `"no_match"` | `"no_match"` or `"match"`: events lacking a constrained attribute (§3.4.1) |
+| `workload.event_present_prob` | 1.0 | thesis only: each attribute's presence in an event, in (0, 1] |
+| `workload.shuffle_subranges` | false | thesis only: Zipf ranks on a seeded permutation of sub-ranges |
+| `workload.stock_mix` | [0.70, 0.25, 0.05] | stocks only: low/medium/high-rated shares, summing to 1 |
+| `workload.stock_placement` | `"random"` | stocks only: `"random"` or `"clustered"` (high-rated on one hub node) |
+| `workload.symbols` | all | stocks only: use the first N symbols by name, >= 1 |
+| `[[churn]] at_s` | required | when, on the workload clock; non-decreasing, >= 0 |
+| `[[churn]] crash`/`join`/`leave` | one of | how many nodes crash, join or leave gracefully; never below 1 live node |
+| `scot.topology` | `"S_e"` | mode scot only: a named SCOT topology (OctopiA §10, Fig. 9), or instead: |
+| `scot.edges` | none | the acyclic factor's edges `[[a, b], ...]` |
+| `scot.clusters` | 4 | clusters (size of the cyclic factor), >= 1 |
+| `scot.tau` | 10 | IDR congestion threshold τ (OctopiA Eq. 3), > 0 |
+| `scot.t_w_ms` | 50 | IDR time window t_w, > 0 |
 """
 
 from __future__ import annotations
