@@ -82,6 +82,9 @@ def test_file_is_read_oldest_first_and_inconsistent_bars_are_dropped():
     assert dropped == ["AAPL:2: open 31007.0 / close 9.38 outside [low 9.38, high 9.38]"]
 
 
+MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")  # not locale's %b
+
+
 def write_folder(tmp_path, days: int = 60, symbols=("AAA", "BBB", "CCC")):
     """Quote files with varied ratios: prices random-walk, volumes and spreads vary."""
     rng = random.Random(1)
@@ -96,7 +99,7 @@ def write_folder(tmp_path, days: int = 60, symbols=("AAA", "BBB", "CCC")):
             lo = round(min(o, c) * rng.uniform(0.92, 1.0), 2)
             d = start + dt.timedelta(days=k)
             rows.append(line(sym, f"{o:.2f}", f"{h:.2f}", f"{lo:.2f}", f"{c:.2f}", str(rng.randrange(100, 10**6)),
-                             f"{d.day}-{d.strftime('%b')}-{d.strftime('%y')}"))
+                             f"{d.day}-{MONTHS[d.month - 1]}-{d.year % 100:02d}"))
             price = c
         (tmp_path / sym).write_text("\r\n".join(reversed(rows)))  # newest first, like the real files
     return tmp_path
