@@ -1,4 +1,4 @@
-"""VirtualTimeLoop: timers at exact virtual times, no real waiting, virtual timeouts, determinism, no real I/O."""
+"""VirtualTimeLoop: exact virtual timer times, no real waiting, virtual timeouts, determinism, no real I/O."""
 
 import asyncio
 import random
@@ -188,8 +188,9 @@ def test_run_helper_returns_result_cancels_leftovers_and_honours_timeout():
             raise
 
     async def main():
-        asyncio.create_task(background())
+        task = asyncio.create_task(background())
         await asyncio.sleep(1)
+        assert not task.done()
         return asyncio.get_running_loop().time()
 
     assert run(main()) == 1.0
