@@ -237,9 +237,18 @@ def run(main: Coroutine[Any, Any, T], *, timeout: float | None = None, start: fl
 
 def _cancel_leftover_tasks(loop: VirtualTimeLoop) -> None:
     """Cancel tasks still pending after the main coroutine (as asyncio.run does), in virtual time."""
-    pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    # all_tasks() is a set ordered by memory address; cancel in creation order to stay deterministic.
+    pending = sorted((t for t in asyncio.all_tasks(loop) if not t.done()), key=_creation_order)
     if not pending:
         return
     for task in pending:
         task.cancel()
     loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+
+
+def _creation_order(task: asyncio.Task) -> tuple[int, int, str]:
+    """Sort key: unnamed tasks ("Task-<n>", n from a global counter) by n, then named tasks by name."""
+    prefix, _, number = task.get_name().rpartition("-")
+    if prefix == "Task" and number.isdigit():
+        return (0, int(number), "")
+    return (1, 0, task.get_name())

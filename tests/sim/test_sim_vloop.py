@@ -197,3 +197,22 @@ def test_run_helper_returns_result_cancels_leftovers_and_honours_timeout():
     assert cancelled == [1.0]
     with pytest.raises(TimeoutError):
         run(asyncio.sleep(10), timeout=5)
+
+
+def test_run_helper_cancels_leftover_tasks_in_creation_order():
+    order = []
+
+    async def sleeper(label):
+        try:
+            await asyncio.sleep(100)
+        except asyncio.CancelledError:
+            order.append(label)
+            raise
+
+    async def main():
+        tasks = [asyncio.create_task(sleeper(i)) for i in range(50)]
+        await asyncio.sleep(0)
+        return len(tasks)
+
+    assert run(main()) == 50
+    assert order == list(range(50))
