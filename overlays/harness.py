@@ -335,6 +335,13 @@ class TimedNetwork(NetworkBase):
     def queue_length(self, src: Hashable, dst: Hashable) -> int:
         return len(self._links[(src, dst)].queue)
 
+    def set_link(self, src: Hashable, dst: Hashable, model: LinkModel) -> None:
+        """Change a directed link's service time / latency from now on (e.g. a link degrades)."""
+        self._links[(src, dst)].model = model
+
+    def links(self) -> list[tuple[Hashable, Hashable]]:
+        return list(self._links)
+
     def max_queue(self, src: Hashable, dst: Hashable) -> int:
         return self._links[(src, dst)].max_queue
 
@@ -362,7 +369,11 @@ class TimedNetwork(NetworkBase):
 
     def delays(self) -> list[float]:
         """End-to-end delay of every delivery (delivery time - publish time)."""
-        return [d.time - self.publish_times.get((d.publisher, d.pub_id), d.time) for d in self.deliveries]
+        return [
+            d.time - self.publish_times[(d.publisher, d.pub_id)]
+            for d in self.deliveries
+            if (d.publisher, d.pub_id) in self.publish_times
+        ]
 
 
 __all__ = [
