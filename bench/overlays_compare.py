@@ -52,6 +52,7 @@ def main() -> None:
         ("IMs, subscription phase", o.ims[Phase.SUBSCRIBE], p.ims[Phase.SUBSCRIBE]),
         ("IMs, publication phase", o.ims[Phase.PUBLISH], p.ims[Phase.PUBLISH]),
         ("IMs per publication", o.ims_per_publication, p.ims_per_publication),
+        ("match tests per publication", o.match_tests_per_publication, p.match_tests_per_publication),
         ("deliveries", o.deliveries, p.deliveries),
         ("hops per delivery, mean", o.mean_hops, p.mean_hops),
         ("hops per delivery, max", o.max_hops, p.max_hops),

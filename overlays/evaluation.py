@@ -38,6 +38,7 @@ class ControlReport:
     mean_hops: float = 0.0
     max_hops: int = 0
     ims_per_publication: float = 0.0
+    match_tests_per_publication: float = 0.0  # subscription-vs-publication evaluations, all brokers
 
 
 def control_and_static(
@@ -76,11 +77,14 @@ def control_and_static(
         statistics.fmean(s.subscriptions for s in sizes),
         statistics.fmean(s.prt_entries for s in sizes),
     )
+    before = sum(c.counters.match_tests for c in cores.values())  # type: ignore[attr-defined]
     for j in range(publications):
         sym = rng.choice(symbols)
         b, client = placed[sym]
         net.command(b, Publish(client, f"e{j}", quote_event(rng.choice(quotes[sym]))))
     net.run()
+    after = sum(c.counters.match_tests for c in cores.values())  # type: ignore[attr-defined]
+    report.match_tests_per_publication = (after - before) / publications
     report.ims = Counter(net.messages)
     report.duplicates_discarded = sum(c.counters.duplicates_discarded for c in cores.values())  # type: ignore[attr-defined]
     report.publications = publications
