@@ -56,7 +56,7 @@ class Record:
     messages: Counter = field(default_factory=Counter)  # by type, every message
     remote: Counter = field(default_factory=Counter)  # by type, between two different hosts
     deliveries: list[tuple[int, str, str]] = field(default_factory=list)  # (host, sub_id, event_id)
-    ready: dict[str, int] = field(default_factory=dict)  # sub_id -> step it became ready
+    ready: dict[tuple[str, int], int] = field(default_factory=dict)  # (sub_id, version) -> step it became ready
     removed: dict[str, int] = field(default_factory=dict)
     dropped: list[Dropped] = field(default_factory=list)
 
@@ -138,7 +138,7 @@ class InMemoryNetwork:
             elif isinstance(a, Deliver):
                 self.record.deliveries.append((host, a.sub_id, a.event.event_id))
             elif isinstance(a, Ready):
-                self.record.ready[a.sub_id] = self.step_no
+                self.record.ready[(a.sub_id, a.version)] = self.step_no
             elif isinstance(a, Removed):
                 self.record.removed[a.sub_id] = self.step_no
             elif isinstance(a, Dropped):
@@ -226,70 +226,84 @@ class InMemoryNetwork:
 class _SubLife:
     host: int
     schema: Schema
-    sub: Subscription
-    subscribed_at: int
+    versions: list[tuple[Subscription, int]]  # (filter, step issued); an update appends
     unsubscribed_at: int | None = None
 
 
 class Oracle:
     """Brute force: which (subscription, event) pairs were owed, which were allowed, and what was delivered.
 
-    An event is owed to a subscription that matched it, was ready before it was published and was not
-    unsubscribed before the network settled afterwards. One whose lifetime merely overlaps the event may or may
-    not get it. Nothing else may be delivered, and nothing twice.
+    An event published at step P is owed to a subscription whose newest version issued by P was ready by P
+    and matches it, when no newer version was issued and no unsubscribe was made before the network settled
+    after the event. It is allowed for a subscription not yet unsubscribed at P if any version issued before
+    settling matches. Nothing else may be delivered, and nothing twice, and only at the subscriber's home.
     """
 
     def __init__(self, net: InMemoryNetwork) -> None:
         self.net = net
         self.subs: dict[str, _SubLife] = {}
-        self.events: dict[str, tuple[Schema, Event, int, int | None]] = {}  # schema, event, published, settled
+        self.events: dict[str, list] = {}  # event_id -> [schema, event, published step, settled step]
 
     def subscribe(self, host: int, schema: Schema, sub: Subscription) -> str:
         sub_id = self.net.subscribe(host, schema, sub)
-        self.subs[sub_id] = _SubLife(host, schema, sub, self.net.step_no)
+        self.subs[sub_id] = _SubLife(host, schema, [(sub, self.net.step_no)])
         return sub_id
+
+    def update(self, sub_id: str, sub: Subscription) -> None:
+        life = self.subs[sub_id]
+        if life.unsubscribed_at is None:
+            life.versions.append((sub, self.net.step_no))
+            self.net.update(life.host, sub_id, sub)
 
     def unsubscribe(self, sub_id: str) -> None:
         life = self.subs[sub_id]
-        life.unsubscribed_at = self.net.step_no
-        self.net.unsubscribe(life.host, sub_id)
+        if life.unsubscribed_at is None:
+            life.unsubscribed_at = self.net.step_no
+            self.net.unsubscribe(life.host, sub_id)
 
     def publish(self, host: int, schema: Schema, event: Event) -> str:
         event_id = self.net.publish(host, schema, event)
-        self.events[event_id] = (schema, event, self.net.step_no, None)
+        self.events[event_id] = [schema, event, self.net.step_no, None]
         return event_id
 
     def settle(self, **kw) -> int:
         steps = self.net.settle(**kw)
-        for eid, (schema, event, published, settled) in self.events.items():
-            if settled is None:
-                self.events[eid] = (schema, event, published, self.net.step_no)
+        for record in self.events.values():
+            if record[3] is None:
+                record[3] = self.net.step_no
         return steps
+
+    def _owed_allowed(self, sub_id: str, life: _SubLife, event: Event, absent, published: int, settled: int):
+        issued = [(n, sub, at) for n, (sub, at) in enumerate(life.versions) if at <= settled]
+        gone = life.unsubscribed_at
+        allowed = (gone is None or gone > published) and any(s.matches(event.values, absent) for _, s, _ in issued)
+        current = [(n, s, at) for n, s, at in issued if at <= published]
+        if not current:
+            return False, allowed
+        n, sub, _ = current[-1]
+        ready = self.net.record.ready.get((sub_id, n))
+        owed = (
+            ready is not None
+            and ready <= published
+            and sub.matches(event.values, absent)
+            and len(issued) == n + 1
+            and (gone is None or gone >= settled)
+        )
+        return owed, allowed
 
     def verdict(self) -> dict[str, list]:
         delivered = Counter((sub_id, eid) for _, sub_id, eid in self.net.record.deliveries)
-        missing, false_positive, duplicate, misrouted = [], [], [], []
-        for (sub_id, eid), n in delivered.items():
-            if n > 1:
-                duplicate.append((sub_id, eid, n))
-        for host, sub_id, _eid in self.net.record.deliveries:
-            if self.subs[sub_id].host != host:
-                misrouted.append((host, sub_id))
+        duplicate = [(s, e, n) for (s, e), n in delivered.items() if n > 1]
+        misrouted = [(h, s) for h, s, _ in self.net.record.deliveries if self.subs[s].host != h]
+        missing, false_positive = [], []
         for eid, (schema, event, published, settled) in self.events.items():
             for sub_id, life in self.subs.items():
-                if life.schema.name != schema.name:
-                    matches = False
-                else:
-                    matches = life.sub.matches(event.values, schema.absent)
                 got = (sub_id, eid) in delivered
-                if not matches:
+                if life.schema.name != schema.name:
                     if got:
                         false_positive.append((sub_id, eid))
                     continue
-                ready = self.net.record.ready.get(sub_id)
-                gone = life.unsubscribed_at
-                owed = ready is not None and ready <= published and (gone is None or (settled and gone >= settled))
-                allowed = gone is None or gone > published
+                owed, allowed = self._owed_allowed(sub_id, life, event, schema.absent, published, settled)
                 if owed and not got:
                     missing.append((sub_id, eid))
                 elif got and not allowed:

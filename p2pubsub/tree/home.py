@@ -65,9 +65,10 @@ class _Sub:
 @dataclass(slots=True)
 class HomeStats:
     delivered: int = 0
-    duplicates: int = 0
+    duplicates: int = 0  # the same version notified twice: the tree itself should never do this
+    overlaps: int = 0  # both versions of a subscription being updated matched: expected, removed here
     false_positives: int = 0
-    late: int = 0  # notifications for subscriptions already removed
+    late: int = 0  # notifications for subscriptions (or versions) already removed
 
 
 class Home:
@@ -77,7 +78,7 @@ class Home:
         self.rng = rng
         self.subs: dict[str, _Sub] = {}
         self.stats = HomeStats()
-        self._delivered: dict[tuple[str, str], float] = {}
+        self._delivered: dict[tuple[str, str], tuple[int, float]] = {}  # (event, sub) -> (version, expiry)
 
     def new_id(self) -> str:
         return f"{self.rng.getrandbits(64):016x}"
@@ -190,23 +191,27 @@ class Home:
         """Event delivery (§3.4.3): exactly once per (event, subscription), only to live subscriptions."""
         out: list[Action] = []
         event = msg.event
-        for sub_id in msg.sub_ids:
+        for sub_id, version in msg.subs:
             state = self.subs.get(sub_id)
-            if state is None or not state.active:
+            live = state.versions.get(version) if state is not None and state.active else None
+            if live is None:  # unsubscribed, or a version an update has since removed
                 self.stats.late += 1
                 continue
             key = (event.event_id, sub_id)
             if key in self._delivered:
-                self.stats.duplicates += 1
+                if self._delivered[key][0] == version:
+                    self.stats.duplicates += 1
+                else:
+                    self.stats.overlaps += 1
                 continue
-            if not any(v.sub.matches(event.values, event.absent) for v in state.versions.values()):
+            if not live.sub.matches(event.values, event.absent):
                 self.stats.false_positives += 1
                 continue
-            self._delivered[key] = now + self.config.seen_ttl
+            self._delivered[key] = (version, now + self.config.seen_ttl)
             self.stats.delivered += 1
             out.append(Deliver(sub_id, event))
         return out
 
     def tick(self, now: float) -> None:
         if self._delivered:
-            self._delivered = {k: t for k, t in self._delivered.items() if t > now}
+            self._delivered = {k: vt for k, vt in self._delivered.items() if vt[1] > now}

@@ -271,7 +271,7 @@ class TreeHost:
         base = node.id.root.partition(".")[2]
         matched = node.store.match(event.values, coordinates(event.values), base, event.absent)
         self.stats.matches += len(matched)
-        by_home: dict[Hashable, list[str]] = defaultdict(list)
+        by_home: dict[Hashable, list[tuple[str, int]]] = defaultdict(list)
         for entry in matched:
-            by_home[entry.home].append(entry.sub_id)
+            by_home[entry.home].append((entry.sub_id, entry.version))
         return [SendHost(home, EventDelivery(event, tuple(ids))) for home, ids in by_home.items()]

@@ -121,10 +121,10 @@ class ProbePub:
 
 @dataclass(frozen=True, slots=True)
 class EventDelivery:
-    """To a subscriber's home: ``event`` matches these of its subscriptions."""
+    """To a subscriber's home: ``event`` matches these of its subscriptions, as (id, version) pairs."""
 
     event: PubEvent
-    sub_ids: tuple[str, ...]
+    subs: tuple[tuple[str, int], ...]
 
 
 TreeMessage = ProbeSub | InsertSub | TransferSub | LeafUpdate | Unsubscribe | ProbePub
