@@ -65,14 +65,9 @@ def _latency_figure(fs: FigureSet, fig: str, out: Path, group: Group, which: str
     nbins = int(np.ceil((hist.quantile(0.99) or width) / width)) or 1
     edges, counts = hist.binned(width, nbins)
     name, caption = FIGURES[fig]
-    plot_distribution(
-        out / name,
-        f"Fig {fig}: {caption}\n({group.label}, {hist.n:,} samples)",
-        "latency (ms)",
-        which,
-        counts,
-        width,
-    )
+    noun = "installs" if which == "install" else "deliveries"
+    title = f"Fig {fig}: {caption}\n({group.label}; {hist.n:,} {noun}, {len(group.runs)} run(s))"
+    plot_distribution(out / name, title, "latency (ms)", noun, counts, width, ylabel=noun)
     fs.drawn[fig] = name
     fs.histograms[f"{which}_latency"] = _rows(group, edges, counts, width, "ms")
 
@@ -88,14 +83,8 @@ def _node_figure(
     nbins = int(np.ceil(upper / width)) or 1
     counts = value_bins(values, width, nbins)
     name, caption = FIGURES[fig]
-    plot_distribution(
-        out / name,
-        f"Fig {fig}: {caption}\n({group.label}, {values.size} nodes)",
-        xlabel,
-        "nodes",
-        counts,
-        width,
-    )
+    title = f"Fig {fig}: {caption}\n({group.label}; {len(group.runs)} run(s))"
+    plot_distribution(out / name, title, xlabel, "nodes", counts, width, ylabel="nodes")
     fs.drawn[fig] = name
     fs.histograms[key] = _rows(group, np.arange(nbins + 1) * width, counts, width, unit)
 

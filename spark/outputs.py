@@ -208,6 +208,7 @@ def build_metrics(
         "matrix": matrix_label,
         "replay": {
             **diagnostics,
+            "missing_causes": sum(r.missing_causes for r in runs),
             "identity_max_diff_s": identity,
             "identity_ok": identity < IDENTITY_TOLERANCE_S,
             "identity_tolerance_s": IDENTITY_TOLERANCE_S,
@@ -404,6 +405,7 @@ _DIAG_TEXT = {
     "pairs_missing_in_run_matrix": "host pairs missing from latency.parquet",
     "faster_than_matrix": "arrived faster than the run's matrix allows",
     "imputed_pairs": "pairs imputed in the replay matrix",
+    "missing_causes": "deliveries or installs whose cause_id is no message",
 }
 
 

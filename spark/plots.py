@@ -106,10 +106,16 @@ def plot_distributions(
 
 
 def plot_distribution(
-    path: Path, title: str, xlabel: str, label: str, counts: np.ndarray, width: float
+    path: Path,
+    title: str,
+    xlabel: str,
+    label: str,
+    counts: np.ndarray,
+    width: float,
+    ylabel: str = "frequency",
 ) -> Path:
     """One histogram with its cumulative percentage."""
-    return plot_distributions(path, title, xlabel, [(label, counts)], width)
+    return plot_distributions(path, title, xlabel, [(label, counts)], width, ylabel)
 
 
 def plot_top_nodes(

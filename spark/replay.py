@@ -136,7 +136,7 @@ def shifts(
             )
         rounds += 1
         if progress is not None:
-            progress.note(f"pointer jumping, round {rounds} ({n_pending:,} messages above their root)")
+            progress.note(f"pointer jumping round {rounds}: {n_pending:,} messages to go")
         up = state.select(
             F.col("run").alias("u_run"),
             F.col("id").alias("u_id"),
