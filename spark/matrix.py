@@ -44,8 +44,9 @@ class Matrix:
     same_host_zero: bool = False
 
 
-def read_king(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
-    """Read a King-format RTT file: (one-way ms, missing pairs imputed; nearest-neighbour ms per row)."""
+def read_king(path: str | Path) -> tuple[np.ndarray, np.ndarray, int]:
+    """Read a King-format RTT file: (one-way ms, missing pairs imputed; nearest-neighbour ms per row;
+    number of pairs that were missing)."""
     rows = []
     with open(path) as fh:
         for line in fh:
@@ -66,7 +67,8 @@ def read_king(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     masked = np.where(measured, one_way, np.inf)
     nearest = masked.min(axis=1)
     nearest[~np.isfinite(nearest)] = mean
-    return filled, nearest
+    missing = int((~measured).sum() - rtt.shape[0])  # off-diagonal pairs without a measurement
+    return filled, nearest, missing
 
 
 def _frame(spark: SparkSession, a: np.ndarray, b: np.ndarray, ms: np.ndarray) -> DataFrame:
@@ -104,7 +106,7 @@ def load_matrix(
         )
     if fmt != "king":
         raise ValueError(f"unknown matrix format {fmt!r} (parquet, king or auto)")
-    filled, nearest = read_king(path)
+    filled, nearest, missing = read_king(path)
     size = filled.shape[0]
     with_diag = filled.copy()
     np.fill_diagonal(with_diag, nearest)  # distinct hosts on one row; same host is 0 (same_host_zero)
@@ -114,7 +116,7 @@ def load_matrix(
     b = np.tile(used, used.size)
     measured_mean = float(filled[~np.eye(size, dtype=bool)].mean()) if size > 1 else 0.0
     return Matrix(
-        label=f"king:{Path(path).name} ({size} hosts)",
+        label=f"king:{Path(path).name} ({size} hosts, {missing} of {size * (size - 1)} pairs imputed)",
         frame=_frame(spark, a, b, sub.ravel()),
         rows=int(a.size),
         fill_ms=measured_mean,

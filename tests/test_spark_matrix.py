@@ -11,7 +11,8 @@ from spark.matrix import read_king
 def test_king_rtt_microseconds_become_one_way_milliseconds(tmp_path):
     f = tmp_path / "king.txt"
     f.write_text("# three hosts\n0 20000 -1\n20000 0 60000\n-1 -1 0\n")
-    one_way, nearest = read_king(f)
+    one_way, nearest, missing = read_king(f)
+    assert missing == 3
     assert one_way[0, 1] == one_way[1, 0] == 10.0
     assert one_way[1, 2] == 30.0
     assert one_way[2, 1] == 30.0  # missing: the reverse direction was measured
