@@ -113,8 +113,8 @@ def shifts(
 
     `messages` needs ``run``, ``id``, ``parent_id`` and `columns`; returns (``run, id, depth, <columns>``
     persisted, rounds). A parent id with no message is treated as a root (see the diagnostics). One Spark
-    job per round: each round's state is persisted and counted, which materialises it, and the previous
-    round's state is released.
+    job per round: counting the rows still above their root materialises the round's persisted state,
+    then the previous round's state is released.
     """
     from pyspark.sql import functions as F
 
@@ -125,9 +125,13 @@ def shifts(
         F.when(F.col("parent_id").isNull(), 0).otherwise(1).alias("depth"),
         *columns,
     ).persist()
+    previous: DataFrame | None = None
     rounds = 0
     while True:
+        # counting the rows still above their root also materialises this round's (persisted) state
         n_pending = state.filter(F.col("anc").isNotNull()).count()
+        if previous is not None:
+            previous.unpersist()
         if n_pending == 0:
             break
         if rounds >= MAX_ROUNDS:
@@ -154,8 +158,6 @@ def shifts(
             *[(F.col(c) + F.coalesce(F.col("u_" + c), F.lit(0.0))).alias(c) for c in columns],
         )
         previous, state = state, state.filter(F.col("anc").isNull()).unionByName(jumped).persist()
-        state.count()
-        previous.unpersist()
     return state.drop("anc"), rounds
 
 
