@@ -200,18 +200,22 @@ class InMemoryNetwork:
 
     @staticmethod
     def _check_lrt(tid: TreeId, lrt, nodes, in_transfer, quiescent: bool) -> None:
-        for path in lrt.entries:
-            if not path.startswith(tid.path) or len(path) <= len(tid.path):
-                raise InvariantError(f"routing table of {tid} lists {path}, outside its subtree")
-            if any(path[:i] in lrt.entries for i in range(len(tid.path) + 1, len(path))):
-                raise InvariantError(f"routing table of {tid}: entries overlap at {path}")
-            entry = TreeId(tid.root, path)
-            if entry not in nodes and (quiescent or entry not in in_transfer):
-                raise InvariantError(f"routing table of {tid} points to missing {entry}")
-        for path in lrt.inner:  # the frontier of the known-internal trie is exactly the entries
+        """The known-internal trie is connected, full (both children of each inner node are inner or entries)
+        and disjoint from the entries: then the entries are its frontier, a partition of the node's area."""
+        if tid.path not in lrt.inner or lrt.entries & lrt.inner:
+            raise InvariantError(f"routing table of {tid} is not a trie rooted at its node")
+        for path in lrt.inner:
+            if path != tid.path and path[:-1] not in lrt.inner:
+                raise InvariantError(f"routing table of {tid}: {path} hangs off the trie")
             for bit in "01":
                 if path + bit not in lrt.inner and path + bit not in lrt.entries:
                     raise InvariantError(f"routing table of {tid} does not cover {path + bit}")
+        for path in lrt.entries:
+            if path[:-1] not in lrt.inner:
+                raise InvariantError(f"routing table of {tid} lists {path}, outside its trie")
+            entry = TreeId(tid.root, path)
+            if entry not in nodes and (quiescent or entry not in in_transfer):
+                raise InvariantError(f"routing table of {tid} points to missing {entry}")
 
     # --- views ---
 

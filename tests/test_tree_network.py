@@ -86,7 +86,7 @@ configs = st.builds(
 )
 
 
-@settings(max_examples=60)
+@settings(max_examples=150)
 @given(data=st.data(), config=configs, hosts=st.integers(1, 40), seed=st.integers(0, 2**32),
        capacity=st.sampled_from([(1, 1), (1, 3), (2, 6), (10, 30)]), steps=st.integers(10, 80))
 def test_every_event_reaches_exactly_its_subscribers(data, config, hosts, seed, capacity, steps):
@@ -112,7 +112,7 @@ def test_every_event_reaches_exactly_its_subscribers(data, config, hosts, seed, 
             for _ in range(data.draw(st.integers(0, 60))):
                 net.step()
             net.check(quiescent=False)
-    oracle.settle(check_every=7)
+    oracle.settle(check_every=25)
     verdict = oracle.verdict()
     assert verdict == {"missing": [], "false_positive": [], "duplicate": [], "misrouted": []}
     # exact without the home's safety net: the tree itself sent no notification twice and none that failed
@@ -131,7 +131,8 @@ def random_workload(oracle: Oracle, hosts: int, subs: int, events: int, seed: in
     quotes = SCHEMAS[0]
     for i in range(subs):
         lo = rng.uniform(0, 100)
-        body = {"price": {"ge": lo, "le": min(100.0, lo + rng.expovariate(1 / 15))}}
+        width = rng.expovariate(1 / 15) if rng.random() < 0.7 else rng.uniform(0, 100)  # wide ones get cut
+        body = {"price": {"ge": lo, "le": min(100.0, lo + width)}}
         if rng.random() < 0.4:
             v = rng.randint(-50, 50)
             body["volume"] = {"ge": v, "le": min(50, v + rng.randint(0, 40))}
