@@ -80,6 +80,7 @@ class InMemoryNetwork:
         ]
         self.owner = owner or crc_owner(hosts)
         self.reorder = reorder
+        self.check_each_step = False  # check the receiving host's invariants after every step
         self.pool: list[_InFlight] = []
         self.record = Record()
         self.step_no = 0
@@ -115,6 +116,8 @@ class InMemoryNetwork:
         self.step_no += 1
         self.now += 0.001
         self._apply(item.dst, self.cores[item.dst].handle(item.msg, self.now))
+        if self.check_each_step:
+            self.check_host(item.dst)
         return True
 
     def settle(self, max_steps: int = 1_000_000, check_every: int = 0) -> int:
@@ -157,24 +160,18 @@ class InMemoryNetwork:
     def check(self, quiescent: bool) -> None:
         """The distributed 2d-tree's invariants, from a global view no host has.
 
-        Always: a tree node lives only on its owner; a node's parent exists and is internal; a routing table's
-        entries partition its node's subtree; a leaf's points lie in its area; no leaf exceeds its host's
-        capacity (unless at max level); no subscription piece is stored twice. When quiescent, also: every
-        routing-table entry and every child exists, nothing waits, nothing is half transferred.
+        Always: every host's own invariants (:meth:`check_host`); a node's parent exists and is internal; no
+        subscription piece is stored twice. When quiescent, also: every routing-table entry and every child
+        exists, nothing waits, nothing is half transferred.
         """
         in_transfer = {m.msg.target for m in self.pool if isinstance(m.msg, TransferSub)}
         moving = {e.key for m in self.pool if isinstance(m.msg, TransferSub) for e in m.msg.entries}
         nodes: dict[TreeId, object] = {}
         for core in self.cores:
-            tree = core.tree
-            for tid, node in tree.nodes.items():
-                if self.owner(tid) != core.host:
-                    raise InvariantError(f"{tid} held by host {core.host}, owner is {self.owner(tid)}")
-                nodes[tid] = node
-                if node.is_leaf and len(node.store) > tree.capacity and tid.level < self.config.max_level:
-                    raise InvariantError(f"leaf {tid} holds {len(node.store)} > capacity {tree.capacity}")
-            in_transfer.update(tree._partial)
-            if quiescent and (tree._parked or tree._partial):
+            self.check_host(core.host)
+            nodes.update(core.tree.nodes)
+            in_transfer.update(core.tree._partial)
+            if quiescent and (core.tree._parked or core.tree._partial):
                 raise InvariantError(f"host {core.host} still has parked/partial messages at quiescence")
         stored: set = set()
         for tid, node in nodes.items():
@@ -183,15 +180,15 @@ class InMemoryNetwork:
                 if parent is None or parent.is_leaf:
                     raise InvariantError(f"{tid} exists but its parent is missing or a leaf")
             if node.is_leaf:
-                area = node.space.area(tid.path)
-                for e in node.store:
-                    if not area.contains(e.point):
-                        raise InvariantError(f"{e.key} at {e.point} outside leaf {tid} {area}")
-                    if e.key in stored:
-                        raise InvariantError(f"{e.key} stored twice")
-                    stored.add(e.key)
+                keys = {e.key for e in node.store}
+                if keys & stored:
+                    raise InvariantError(f"{sorted(keys & stored)[:3]} stored twice")
+                stored |= keys
                 continue
-            self._check_lrt(tid, node.lrt, nodes, in_transfer, quiescent)
+            for path in node.lrt.entries:
+                entry = TreeId(tid.root, path)
+                if entry not in nodes and (quiescent or entry not in in_transfer):
+                    raise InvariantError(f"routing table of {tid} points to missing {entry}")
             for bit in "01":
                 child = tid.child(bit)
                 if child not in nodes and (quiescent or child not in in_transfer):
@@ -199,8 +196,25 @@ class InMemoryNetwork:
         if stored & moving:
             raise InvariantError(f"pieces both stored and in transfer: {sorted(stored & moving)[:3]}")
 
+    def check_host(self, host: int) -> None:
+        """What one host can be held to: it holds only nodes it owns; a leaf's points lie in its area and do not
+        exceed the host's capacity (unless at max level); a routing table partitions its node's subtree."""
+        tree = self.cores[host].tree
+        for tid, node in tree.nodes.items():
+            if self.owner(tid) != host:
+                raise InvariantError(f"{tid} held by host {host}, owner is {self.owner(tid)}")
+            if not node.is_leaf:
+                self._check_lrt(tid, node.lrt)
+                continue
+            if len(node.store) > tree.capacity and tid.level < self.config.max_level:
+                raise InvariantError(f"leaf {tid} holds {len(node.store)} > capacity {tree.capacity}")
+            area = node.space.area(tid.path)
+            for e in node.store:
+                if not area.contains(e.point):
+                    raise InvariantError(f"{e.key} at {e.point} outside leaf {tid} {area}")
+
     @staticmethod
-    def _check_lrt(tid: TreeId, lrt, nodes, in_transfer, quiescent: bool) -> None:
+    def _check_lrt(tid: TreeId, lrt) -> None:
         """The known-internal trie is connected, full (both children of each inner node are inner or entries)
         and disjoint from the entries: then the entries are its frontier, a partition of the node's area."""
         if tid.path not in lrt.inner or lrt.entries & lrt.inner:
@@ -214,9 +228,6 @@ class InMemoryNetwork:
         for path in lrt.entries:
             if path[:-1] not in lrt.inner:
                 raise InvariantError(f"routing table of {tid} lists {path}, outside its trie")
-            entry = TreeId(tid.root, path)
-            if entry not in nodes and (quiescent or entry not in in_transfer):
-                raise InvariantError(f"routing table of {tid} points to missing {entry}")
 
     # --- views ---
 
