@@ -209,7 +209,8 @@ def test_adding_an_attribute_leaves_installed_subscriptions_untouched():
     assert v1.extension_error(v2) is None
     net = InMemoryNetwork(30, TreeConfig(), seed=5, capacity=(2, 4))
     oracle = Oracle(net)
-    old = [oracle.subscribe(i, v1, parse_filter(v1, {"price": {"ge": 10.0 * i, "le": 10.0 * i + 30}})) for i in range(8)]
+    ranges = [{"price": {"ge": 10.0 * i, "le": 10.0 * i + 30}} for i in range(8)]
+    old = [oracle.subscribe(i, v1, parse_filter(v1, r)) for i, r in enumerate(ranges)]
     oracle.settle()
     before = {str(t) for t in net.tree_nodes()}
     new = oracle.subscribe(9, v2, parse_filter(v2, {"exchange": {"eq": "NYSE"}, "price": {"le": 50.0}}))
