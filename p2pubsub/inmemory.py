@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from .model import Event, Schema, Subscription
 from .tree import (
     Action,
+    AdoptNode,
     Deliver,
     Dropped,
     LeafUpdate,
@@ -40,6 +41,13 @@ class InvariantError(AssertionError):
 
 def crc_owner(hosts: int) -> Callable[[TreeId], int]:
     return lambda tid: zlib.crc32(str(tid).encode()) % hosts
+
+
+def rendezvous_owner(live: list[int]) -> Callable[[TreeId], int]:
+    """Highest-random-weight owner among ``live`` hosts: a membership change moves only the keys it must,
+    as a DHT's responsibility does when a node joins or leaves."""
+    hosts = tuple(live)
+    return lambda tid: max(hosts, key=lambda h: zlib.crc32(f"{tid}|{h}".encode()))
 
 
 @dataclass(slots=True)
@@ -104,6 +112,25 @@ class InMemoryNetwork:
         self._apply(host, actions)
         return pub.event_id
 
+    def reassign(self, owner: Callable[[TreeId], int]) -> int:
+        """Change which host is responsible for which tree node, as joins and leaves do in a DHT. Every host
+        releases what it no longer owns; the new owners adopt the nodes before they handle anything else (a
+        joining node is not ready until its state has arrived, thesis §3.6). Returns the nodes moved."""
+        self.owner = owner
+        moved = []
+        for core in self.cores:
+            actions = core.tree.release(lambda t, h=core.host: owner(t) != h, self.now)
+            moved.extend((core.host, a) for a in actions)
+        adopted = 0
+        for host, a in moved:
+            if isinstance(a.msg, AdoptNode):
+                self.record.messages["AdoptNode"] += 1
+                adopted += a.msg.part == 0
+                self._apply(owner(a.to), self.cores[owner(a.to)].handle(a.msg, self.now))
+            else:
+                self._apply(host, [a])
+        return adopted
+
     # --- running ---
 
     def step(self) -> bool:
@@ -115,6 +142,11 @@ class InMemoryNetwork:
         item = self.pool.pop() if self.reorder else self.pool.pop(0)
         self.step_no += 1
         self.now += 0.001
+        target = getattr(item.msg, "target", None)
+        if target is not None and self.owner(target) != item.dst:
+            # responsibility moved while the message was on its way: the DHT routes it on
+            self._send(item.dst, self.owner(target), item.msg)
+            return True
         self._apply(item.dst, self.cores[item.dst].handle(item.msg, self.now))
         if self.check_each_step:
             self.check_host(item.dst)

@@ -8,6 +8,7 @@ from .config import TreeConfig
 from .core import PubSubCore
 from .messages import (
     Action,
+    AdoptNode,
     Deliver,
     Dropped,
     EventDelivery,
@@ -32,6 +33,7 @@ from .treeid import TreeId
 
 __all__ = [
     "Action",
+    "AdoptNode",
     "Area",
     "CutOff",
     "Deliver",

@@ -8,13 +8,14 @@ node that does not exist (yet).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
 from .config import TreeConfig
 from .leafstore import LeafStore, coordinates
 from .messages import (
     Action,
+    AdoptNode,
     Dropped,
     EventDelivery,
     InsertSub,
@@ -29,7 +30,6 @@ from .messages import (
     Unsubscribe,
     Unsubscribed,
 )
-from .pieces import SubEntry
 from .routing import LeafRoutingTable
 from .space import Space
 from .treeid import TreeId
@@ -54,10 +54,10 @@ class TreeNode:
 
 @dataclass(slots=True)
 class _Partial:
+    """The parts of a TransferSub or AdoptNode received so far: a node exists only once all have arrived."""
+
     parts: int
-    got: set[int] = field(default_factory=set)
-    entries: list[SubEntry] = field(default_factory=list)
-    seen: dict[object, float] = field(default_factory=dict)
+    got: dict[int, TransferSub | AdoptNode] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -80,7 +80,7 @@ class TreeHost:
         self.nodes: dict[TreeId, TreeNode] = {}
         self.stats = HostStats()
         self._spaces: dict[str, Space] = {}
-        self._partial: dict[TreeId, _Partial] = {}
+        self._partial: dict[tuple[TreeId, bool], _Partial] = {}  # (node, adopting?) -> parts so far
         self._parked: dict[TreeId, list[tuple[float, TreeMessage]]] = defaultdict(list)
 
     # --- entry point ---
@@ -96,6 +96,8 @@ class TreeHost:
             return self._leaf_update(msg, now)
         if isinstance(msg, Unsubscribe):
             return self._unsubscribe(msg, now)
+        if isinstance(msg, AdoptNode):
+            return self._adopt(msg, now)
         raise TypeError(f"not a tree message: {type(msg).__name__}")
 
     def tick(self, now: float) -> list[Action]:
@@ -210,26 +212,109 @@ class TreeHost:
             out.append(SendTree(parent, LeafUpdate(parent, node.id.path)))
         return out
 
+    def _collect(self, msg: TransferSub | AdoptNode, adopting: bool) -> list | None:
+        """Gather the parts of a multi-part message; all of them, in order, once the last has arrived."""
+        key = (msg.target, adopting)
+        partial = self._partial.setdefault(key, _Partial(msg.parts))
+        partial.got.setdefault(msg.part, msg)  # a retransmitted part changes nothing
+        if len(partial.got) < partial.parts:
+            return None
+        del self._partial[key]
+        return [partial.got[i] for i in range(partial.parts)]
+
     def _transfer(self, msg: TransferSub, now: float) -> list[Action]:
         if msg.target in self.nodes:
             return []  # a retransmission after the node was complete
-        partial = self._partial.setdefault(msg.target, _Partial(msg.parts))
-        if msg.part in partial.got:
+        parts = self._collect(msg, adopting=False)
+        if parts is None:
             return []
-        partial.got.add(msg.part)
-        partial.entries.extend(msg.entries)
-        partial.seen.update((k, now + ttl) for k, ttl in msg.seen)
-        if len(partial.got) < partial.parts:
-            return []
-        del self._partial[msg.target]
-        node = TreeNode(msg.target, self._space(msg.space), seen=partial.seen)
-        for entry in partial.entries:
-            node.store.add(entry)
+        node = TreeNode(msg.target, self._space(msg.space))
+        for part in parts:
+            node.seen.update((k, now + ttl) for k, ttl in part.seen)
+            for entry in part.entries:
+                node.store.add(entry)
         self.nodes[msg.target] = node
-        out = self._maybe_split(node, now)
-        for _, waiting in self._parked.pop(msg.target, ()):
+        return self._maybe_split(node, now) + self._flush(msg.target, now)
+
+    def _flush(self, tid: TreeId, now: float) -> list[Action]:
+        """Hand the messages that waited for ``tid`` to it, now that it exists."""
+        out: list[Action] = []
+        for _, waiting in self._parked.pop(tid, ()):
             out.extend(self.handle(waiting, now))
         return out
+
+    # --- moving nodes between hosts (DHT responsibility changes: joins, leaves, thesis §3.6) ---
+
+    def release(self, select: Callable[[TreeId], bool], now: float) -> list[Action]:
+        """Give up every tree node (and half-received transfer, and waiting message) that ``select`` picks: the
+        returned actions send them on, addressed to the tree node, i.e. to its now responsible host."""
+        out: list[Action] = []
+        for tid in [t for t in self.nodes if select(t)]:
+            out.extend(SendTree(tid, m) for m in self._export(self.nodes.pop(tid), now))
+        for key in [k for k in self._partial if select(k[0])]:
+            out.extend(SendTree(key[0], m) for m in self._partial.pop(key).got.values())
+        for tid in [t for t in self._parked if select(t)]:
+            out.extend(SendTree(tid, m) for _, m in self._parked.pop(tid))
+        return out
+
+    def _export(self, node: TreeNode, now: float) -> list[AdoptNode]:
+        seen = tuple((k, t - now) for k, t in node.seen.items() if t > now and isinstance(k, str))
+        if node.store is None:
+            inner = sorted(node.lrt.inner)
+            chunk = self.config.transfer_chunk * 16
+            pieces = [tuple(inner[i : i + chunk]) for i in range(0, len(inner), chunk)]
+            return [
+                AdoptNode(node.id, node.space, i, len(pieces), False, inner=p, seen=seen if i == 0 else ())
+                for i, p in enumerate(pieces)
+            ]
+        entries = list(node.store)
+        chunk = self.config.transfer_chunk
+        pieces = [tuple(entries[i : i + chunk]) for i in range(0, len(entries), chunk)] or [()]
+        return [
+            AdoptNode(node.id, node.space, i, len(pieces), True, entries=p, seen=seen if i == 0 else ())
+            for i, p in enumerate(pieces)
+        ]
+
+    def _adopt(self, msg: AdoptNode, now: float) -> list[Action]:
+        """Take over a tree node; if this host already has one (both thought themselves responsible), merge:
+        an internal node wins over a leaf (nodes only split, never merge), and the subscriptions of a leaf
+        that lost are inserted again through the winner's routing table."""
+        parts = self._collect(msg, adopting=True)
+        if parts is None:
+            return []
+        space = self._space(msg.space)
+        incoming = TreeNode(msg.target, space)
+        if not msg.leaf:
+            incoming.store, incoming.lrt = None, LeafRoutingTable(msg.target.path)
+        for part in parts:
+            incoming.seen.update((k, now + ttl) for k, ttl in part.seen)
+            for entry in part.entries:
+                incoming.store.add(entry)
+            for path in part.inner:
+                if path != msg.target.path:
+                    incoming.lrt.learn_split(path)
+        existing = self.nodes.get(msg.target)
+        out: list[Action] = []
+        if existing is None:
+            self.nodes[msg.target] = incoming
+        else:
+            existing.seen.update(incoming.seen)
+            if existing.is_leaf and not incoming.is_leaf:
+                existing.store, orphans = None, list(existing.store)
+                existing.lrt = incoming.lrt
+            else:
+                orphans = list(incoming.store) if incoming.is_leaf else []
+                if not incoming.is_leaf:
+                    for path in incoming.lrt.inner:
+                        existing.lrt.learn_split(path)
+            for entry in orphans:
+                if existing.is_leaf:
+                    existing.store.add(entry)
+                else:
+                    child = TreeId(existing.id.root, existing.lrt.locate(space, entry.point))
+                    out.append(SendTree(child, InsertSub(child, space, entry)))
+        node = self.nodes[msg.target]
+        return out + self._maybe_split(node, now) + self._flush(msg.target, now)
 
     def _leaf_update(self, msg: LeafUpdate, now: float) -> list[Action]:
         node = self._node(msg, True, now)

@@ -84,6 +84,25 @@ class LeafUpdate:
 
 
 @dataclass(frozen=True, slots=True)
+class AdoptNode:
+    """A whole tree node moving to another host (its DHT key has a new responsible node), in parts.
+
+    A leaf carries its subscriptions; an internal node its routing table as the set of internal nodes it knows
+    (the entries are that trie's frontier). ``seen`` holds remaining lifetimes of matched events. If the
+    receiver already holds the node (two hosts both thought themselves responsible), the two are merged.
+    """
+
+    target: TreeId
+    space: Space
+    part: int
+    parts: int
+    leaf: bool
+    entries: tuple[SubEntry, ...] = ()
+    inner: tuple[str, ...] = ()
+    seen: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Unsubscribe:
     target: TreeId
     space: Space
@@ -127,7 +146,7 @@ class EventDelivery:
     subs: tuple[tuple[str, int], ...]
 
 
-TreeMessage = ProbeSub | InsertSub | TransferSub | LeafUpdate | Unsubscribe | ProbePub
+TreeMessage = ProbeSub | InsertSub | TransferSub | LeafUpdate | Unsubscribe | ProbePub | AdoptNode
 HomeMessage = SubInstalled | Unsubscribed | EventDelivery
 Message = TreeMessage | HomeMessage
 
