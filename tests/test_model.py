@@ -168,3 +168,14 @@ def test_string_coordinates_are_order_preserving():
     lo, hi = prefix_interval("AA")
     assert lo <= string_coordinate("AA") <= string_coordinate("AAPL") <= string_coordinate("AAZZZZZZ") <= hi
     assert not lo <= string_coordinate("AB") <= hi
+
+
+def test_tree_options_are_part_of_the_schema():
+    s = Schema.from_dict("t", {**STOCKS, "tree": {"cutoff": None, "widen": 0.001}})
+    assert s.tree.cutoff is None and s.tree.widen == 0.001
+    assert Schema.from_dict("t", s.to_dict()) == s
+    assert Schema.from_dict("t", {**STOCKS, "tree": {}}).tree.cutoff == 0.25
+    for bad in ({"cutoff": 0}, {"cutoff": 2}, {"widen": 0.5}, {"widen": "x"}, {"other": 1}, []):
+        assert code_of(Schema.from_dict, "t", {**STOCKS, "tree": bad}) == ("invalid_schema", "tree")
+    plain = Schema.from_dict("t", STOCKS)
+    assert "tree geometry" in plain.extension_error(s.__class__("t", plain.attributes, plain.absent, s.tree))

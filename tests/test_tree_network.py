@@ -262,3 +262,28 @@ def test_exact_while_responsibility_moves_between_hosts(data, seed, steps):
     assert oracle.verdict() == {"missing": [], "false_positive": [], "duplicate": [], "misrouted": []}
     assert sum(c.home.stats.duplicates for c in net.cores) == 0
     assert net.record.dropped == []
+
+
+def test_the_schema_fixes_the_tree_geometry_whatever_the_node_config():
+    """A schema's own tree options win over node defaults, so publishers and subscribers always agree."""
+    body = SCHEMAS[0].to_dict()
+    uncut = Schema.from_dict("quotes", {**body, "tree": {"cutoff": None, "widen": 1e-3}})
+    tight = Schema.from_dict("quotes2", {**body, "tree": {"cutoff": 0.05, "widen": 1e-5}})
+    for schema in (uncut, tight):
+        net = InMemoryNetwork(20, TreeConfig(cutoff=True, cutoff_fraction=0.5), seed=4, capacity=(2, 5))
+        oracle = Oracle(net)
+        random_workload_for(oracle, schema, 20, 300, 60, seed=3)
+        oracle.settle(check_every=50)
+        assert oracle.verdict() == {"missing": [], "false_positive": [], "duplicate": [], "misrouted": []}
+        pieces = max(e.pieces for n in net.tree_nodes().values() if n.is_leaf for e in n.store)
+        assert (pieces == 1) == (schema is uncut)
+
+
+def random_workload_for(oracle, schema, hosts, subs, events, seed):
+    rng = random.Random(seed)
+    for _ in range(subs):
+        lo = rng.uniform(0, 100)
+        body = {"price": {"ge": lo, "le": min(100.0, lo + rng.uniform(0, 60))}}
+        oracle.subscribe(rng.randrange(hosts), schema, parse_filter(schema, body))
+    for _ in range(events):
+        oracle.publish(rng.randrange(hosts), schema, parse_event(schema, {"price": rng.uniform(0, 100)}))

@@ -2,7 +2,7 @@
 
 from .errors import ValidationError
 from .filters import Event, Range, StringEq, StringPrefix, Subscription, parse_event, parse_filter
-from .schema import Absent, Attribute, AttrType, Schema
+from .schema import Absent, Attribute, AttrType, Schema, TreeOptions
 
 __all__ = [
     "Absent",
@@ -14,6 +14,7 @@ __all__ = [
     "StringEq",
     "StringPrefix",
     "Subscription",
+    "TreeOptions",
     "ValidationError",
     "parse_event",
     "parse_filter",

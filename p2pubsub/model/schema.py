@@ -144,12 +144,40 @@ def _kind(value: Any) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class TreeOptions:
+    """The geometry of a schema's 2d-trees, fixed when the schema is created so that every node agrees on it.
+
+    ``cutoff``: the cut-off line ``y = x + c`` as a fraction of each attribute's domain width (thesis §3.5),
+    or None for none; ``widen``: the bound of the corner-point widening epsilon, same unit (§3.3).
+    """
+
+    cutoff: float | None = 0.25
+    widen: float = 1e-4
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"cutoff": self.cutoff, "widen": self.widen}
+
+    @classmethod
+    def from_dict(cls, body: Any, path: str = "tree") -> TreeOptions:
+        if not isinstance(body, Mapping) or set(body) - {"cutoff", "widen"}:
+            raise ValidationError("invalid_schema", "'tree' takes only 'cutoff' and 'widen'", path)
+        cutoff = body.get("cutoff", cls.cutoff)
+        widen = body.get("widen", cls.widen)
+        if cutoff is not None and (not is_number(cutoff) or not 0 < cutoff <= 1):
+            raise ValidationError("invalid_schema", f"tree.cutoff must be null or in (0, 1], got {cutoff!r}", path)
+        if not is_number(widen) or not 0 < widen < 0.01:
+            raise ValidationError("invalid_schema", f"tree.widen must be in (0, 0.01), got {widen!r}", path)
+        return cls(None if cutoff is None else float(cutoff), float(widen))
+
+
+@dataclass(frozen=True, slots=True)
 class Schema:
     """A named pub/sub schema. ``attributes`` keeps declaration order; look-ups go through :meth:`attribute`."""
 
     name: str
     attributes: tuple[Attribute, ...]
     absent: Absent = Absent.NO_MATCH
+    tree: TreeOptions | None = None  # None: the node's configured defaults apply
     _by_name: dict[str, Attribute] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -171,11 +199,14 @@ class Schema:
         return tuple(a.name for a in self.attributes)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "name": self.name,
             "attributes": {a.name: a.to_dict() for a in self.attributes},
             "absent": self.absent.value,
         }
+        if self.tree is not None:
+            out["tree"] = self.tree.to_dict()
+        return out
 
     @classmethod
     def from_dict(cls, name: str, body: Any) -> Schema:
@@ -183,7 +214,7 @@ class Schema:
         check_name(name, "schema", "name")
         if not isinstance(body, Mapping):
             raise ValidationError("invalid_schema", "a schema must be a JSON object", "")
-        unknown = set(body) - {"attributes", "absent", "name"}
+        unknown = set(body) - {"attributes", "absent", "name", "tree"}
         if unknown:
             raise ValidationError("invalid_schema", f"unknown schema keys {sorted(unknown)}", "")
         if "name" in body and body["name"] != name:
@@ -200,7 +231,8 @@ class Schema:
             raise ValidationError(
                 "invalid_schema", f"'absent' must be 'no_match' or 'match', got {body.get('absent')!r}", "absent"
             ) from None
-        return cls(name, parsed, absent)
+        tree = TreeOptions.from_dict(body["tree"]) if body.get("tree") is not None else None
+        return cls(name, parsed, absent, tree)
 
     def extension_error(self, newer: Schema) -> str | None:
         """Why ``newer`` is not a valid growth of this schema, or None if it is (§3.3.1: attributes only added)."""
@@ -208,6 +240,8 @@ class Schema:
             return f"schema name differs: {newer.name!r} vs {self.name!r}"
         if newer.absent is not self.absent:
             return "'absent' semantics cannot change once subscriptions exist"
+        if newer.tree != self.tree:
+            return "the tree geometry ('tree') cannot change once subscriptions exist"
         for a in self.attributes:
             if not newer.has(a.name):
                 return f"attribute {a.name!r} cannot be removed"

@@ -11,6 +11,7 @@ class TreeConfig:
     min_probe_level: int = 2
     max_probe_level: int = 10
     probe_p: float = 0.5
+    # defaults for schemas that do not fix their own tree geometry (model.TreeOptions):
     # cut-off line y = x + c per attribute, c = cutoff_fraction * domain width (thesis §3.5)
     cutoff: bool = True
     cutoff_fraction: float = 0.25

@@ -181,7 +181,7 @@ class Home:
         for name in names:
             space = space_of(schema, name, self.config)
             value = event.values.get(name)
-            probe = probe_target(space, None if value is None else coordinate(value), self.config)
+            probe = probe_target(space, None if value is None else coordinate(value))
             for path in probe_region(space, probe, self.config, self.rng):
                 to = TreeId(space.root, path)
                 out.append(SendTree(to, ProbePub(to, space, path, probe, pub)))

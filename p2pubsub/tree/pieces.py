@@ -65,20 +65,22 @@ class SubEntry:
 
 
 def space_of(schema: Schema, attribute: str, config: TreeConfig) -> Space:
+    """The 2d space of one attribute: its domain, and the schema's tree geometry (the config's defaults for a
+    schema that does not fix its own)."""
     lo, hi = schema.attribute(attribute).domain
-    return Space(root_name(schema.name, attribute), lo, hi, config.widen_fraction * (hi - lo))
+    if schema.tree is not None:
+        cutoff, widen = schema.tree.cutoff, schema.tree.widen
+    else:
+        cutoff, widen = (config.cutoff_fraction if config.cutoff else None), config.widen_fraction
+    cut = INF if cutoff is None else cutoff * (hi - lo)
+    return Space(root_name(schema.name, attribute), lo, hi, widen * (hi - lo), cut)
 
 
-def cutoff_of(space: Space, config: TreeConfig) -> CutOff | None:
-    return CutOff(config.cutoff_fraction * (space.hi - space.lo)) if config.cutoff else None
-
-
-def probe_target(space: Space, value: float | None, config: TreeConfig) -> Target:
+def probe_target(space: Space, value: float | None) -> Target:
     """The area an event's probes search in this attribute's space: the target area of its value, or the
-    whole space for an attribute the event omits (match semantics), below the cut-off line when it is on.
+    whole space for an attribute the event omits (match semantics), below the cut-off line when there is one.
     Widening moves points out by up to ``margin`` on both coordinates, hence the ``2 * margin``."""
-    cut = cutoff_of(space, config)
-    width = INF if cut is None else cut.c + 2.0 * space.margin
+    width = space.cut + 2.0 * space.margin
     if value is None:
         return Target(INF, -INF, width)
     return Target(value, value, width)
@@ -97,8 +99,7 @@ def make_entries(
     base = rng.choice(sub.attributes)
     space = space_of(schema, base, config)
     lo, hi = sub.constraint(base).coords()
-    cut = cutoff_of(space, config)
-    parts = cut.pieces(lo, hi, rng) if cut is not None else [(lo, hi, True)]
+    parts = CutOff(space.cut).pieces(lo, hi, rng) if space.cut < INF else [(lo, hi, True)]
     entries = []
     for i, (a, b, closed) in enumerate(parts):
         eps = space.margin * (1.0 - rng.random())  # in (0, margin]

@@ -98,13 +98,15 @@ def target_area(value: float, width: float = INF) -> Target:
 class Space:
     """The 2d logic space of one attribute of one schema: the geometry shared by every node of its tree.
 
-    ``root`` is the schema-qualified attribute name (``"stocks.price"``), the tree's root identifier.
+    ``root`` is the schema-qualified attribute name (``"stocks.price"``), the tree's root identifier; ``margin``
+    how far widened points may lie outside the domain; ``cut`` the cut-off line's ``c`` (inf: none).
     """
 
     root: str
     lo: float
     hi: float
     margin: float = 0.0
+    cut: float = INF  # the cut-off line's c (thesis §3.5); inf: no cut-off
     _areas: dict[str, Area] = field(default_factory=dict, init=False, repr=False, compare=False, hash=False)
 
     @property
