@@ -268,7 +268,7 @@ def test_the_schema_fixes_the_tree_geometry_whatever_the_node_config():
     """A schema's own tree options win over node defaults, so publishers and subscribers always agree."""
     body = SCHEMAS[0].to_dict()
     uncut = Schema.from_dict("quotes", {**body, "tree": {"cutoff": None, "widen": 1e-3}})
-    tight = Schema.from_dict("quotes2", {**body, "tree": {"cutoff": 0.05, "widen": 1e-5}})
+    tight = Schema.from_dict("quotes2", {**body, "name": "quotes2", "tree": {"cutoff": 0.05, "widen": 1e-5}})
     for schema in (uncut, tight):
         net = InMemoryNetwork(20, TreeConfig(cutoff=True, cutoff_fraction=0.5), seed=4, capacity=(2, 5))
         oracle = Oracle(net)
