@@ -272,7 +272,7 @@ def test_the_schema_fixes_the_tree_geometry_whatever_the_node_config():
     for schema in (uncut, tight):
         net = InMemoryNetwork(20, TreeConfig(cutoff=True, cutoff_fraction=0.5), seed=4, capacity=(2, 5))
         oracle = Oracle(net)
-        random_workload_for(oracle, schema, 20, 300, 60, seed=3)
+        random_workload_for(oracle, schema, 20, 150, 40, seed=3)
         oracle.settle(check_every=50)
         assert oracle.verdict() == {"missing": [], "false_positive": [], "duplicate": [], "misrouted": []}
         pieces = max(e.pieces for n in net.tree_nodes().values() if n.is_leaf for e in n.store)
