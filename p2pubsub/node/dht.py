@@ -1,0 +1,205 @@
+"""The Kademlia DHT under the node, extended by subclassing the ``kademlia`` library (never forked).
+
+What we change, and why (kademlia 2.2.3 / rpcudp 5.0.1):
+
+* one UDP port per node: datagrams with the peer transport's magic byte go to :class:`PeerTransport`, the
+  rest to kademlia;
+* malformed datagrams are dropped and counted, never left to raise in an orphaned task;
+* a contact is dropped only after ``misses`` consecutive unanswered calls, not after one;
+* requests time out after ``rpc_timeout`` (not a fixed 5 s) and a find-node or ping is retried once;
+* kademlia's value store is unused and refused: it is unauthenticated and last-writer-wins, and
+  ``welcome_if_new`` re-hashes digests when handing values over; schemas and tree nodes travel as our own
+  acknowledged messages instead;
+* the node id comes from an injected RNG, not the global ``random``; bootstrap accepts host names and fails
+  loudly when nobody answers;
+* the routing table counts its changes, so responsibility decisions can be cached between changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import random
+from collections.abc import Callable
+
+from kademlia.crawling import NodeSpiderCrawl
+from kademlia.network import Server
+from kademlia.node import Node as Contact
+from kademlia.protocol import KademliaProtocol
+from kademlia.routing import RoutingTable
+
+log = logging.getLogger(__name__)
+
+
+class BootstrapError(RuntimeError):
+    pass
+
+
+class CountingRoutingTable(RoutingTable):
+    """kademlia's routing table with a change counter."""
+
+    def flush(self) -> None:
+        super().flush()
+        self.version = getattr(self, "version", 0) + 1
+
+    def add_contact(self, node: Contact) -> None:
+        super().add_contact(node)
+        self.version += 1
+
+    def remove_contact(self, node: Contact) -> None:
+        super().remove_contact(node)
+        self.version += 1
+
+    def contacts(self) -> list[Contact]:
+        return [n for bucket in self.buckets for n in bucket.nodes.values()]
+
+
+class PubSubProtocol(KademliaProtocol):
+    def __init__(self, source_node, storage, ksize, *, peers, on_contact: Callable[[Contact], None],
+                 rpc_timeout: float, misses: int) -> None:
+        super().__init__(source_node, storage, ksize)
+        self.router = CountingRoutingTable(self, ksize, source_node)
+        self._wait_timeout = rpc_timeout
+        self.peers = peers
+        self.on_contact = on_contact
+        self.misses_allowed = misses
+        self.misses: dict[bytes, int] = {}
+        self.garbage = 0
+        self._tasks: set[asyncio.Future] = set()  # keep datagram tasks referenced until done
+
+    # --- the shared socket ---
+
+    def connection_made(self, transport) -> None:
+        super().connection_made(transport)
+        self.peers.attach(transport)
+
+    def datagram_received(self, data: bytes, addr) -> None:
+        if self.peers.datagram_received(data, addr):
+            return
+        if len(data) < 22 or data[:1] not in (b"\x00", b"\x01"):
+            self.garbage += 1
+            return
+        task = asyncio.ensure_future(self._solve_safely(data, addr))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _solve_safely(self, data: bytes, addr) -> None:
+        try:
+            await self._solve_datagram(data, addr)
+        except Exception:  # umsgpack errors and the like: a bad datagram, not a bad node
+            self.garbage += 1
+
+    async def _accept_request(self, msg_id, data, address) -> None:
+        try:
+            await super()._accept_request(msg_id, data, address)
+        except Exception:  # wrong argument counts, malformed packets
+            self.garbage += 1
+
+    # --- no value store ---
+
+    def rpc_store(self, sender, nodeid, key, value) -> bool:
+        return False
+
+    def rpc_find_value(self, sender, nodeid, key):
+        return self.rpc_find_node(sender, nodeid, key)
+
+    def welcome_if_new(self, node: Contact) -> None:
+        if not isinstance(node.id, bytes) or len(node.id) != 20:
+            self.garbage += 1
+            return
+        if not self.router.is_new_node(node):
+            return
+        self.router.add_contact(node)
+        self.on_contact(node)
+
+    # --- tolerant failure detection ---
+
+    async def call_find_node(self, node_to_ask, node_to_find):
+        result = await self.find_node((node_to_ask.ip, node_to_ask.port), self.source_node.id, node_to_find.id)
+        if not result[0]:
+            result = await self.find_node((node_to_ask.ip, node_to_ask.port), self.source_node.id, node_to_find.id)
+        return self.handle_call_response(result, node_to_ask)
+
+    async def call_ping(self, node_to_ask):
+        result = await self.ping((node_to_ask.ip, node_to_ask.port), self.source_node.id)
+        if not result[0]:
+            result = await self.ping((node_to_ask.ip, node_to_ask.port), self.source_node.id)
+        return self.handle_call_response(result, node_to_ask)
+
+    def handle_call_response(self, result, node):
+        if result[0]:
+            self.misses.pop(node.id, None)
+            self.welcome_if_new(node)
+            return result
+        missed = self.misses.get(node.id, 0) + 1
+        if missed >= self.misses_allowed:
+            self.misses.pop(node.id, None)
+            self.router.remove_contact(node)
+        else:
+            self.misses[node.id] = missed
+        return result
+
+    def contact_failed(self, node_id: bytes, ip: str, port: int) -> None:
+        """The peer transport gave up on this contact: it is gone (its retries already spanned seconds)."""
+        self.router.remove_contact(Contact(node_id, ip, port))
+
+
+class DhtServer(Server):
+    protocol_class = PubSubProtocol
+
+    def __init__(self, *, node_id: bytes, peers, on_contact: Callable[[Contact], None], ksize: int = 20,
+                 alpha: int = 3, rpc_timeout: float = 2.0, misses: int = 2) -> None:
+        super().__init__(ksize=ksize, alpha=alpha, node_id=node_id)
+        self._peers = peers
+        self._on_contact = on_contact
+        self._rpc_timeout = rpc_timeout
+        self._misses = misses
+
+    def _create_protocol(self) -> PubSubProtocol:
+        return self.protocol_class(self.node, self.storage, self.ksize, peers=self._peers,
+                                   on_contact=self._on_contact, rpc_timeout=self._rpc_timeout,
+                                   misses=self._misses)
+
+    async def bootstrap(self, addrs: list[tuple[str, int]]) -> list[Contact]:
+        """Join through ``addrs`` (host names allowed); raises BootstrapError if none of them answers."""
+        resolved = [await resolve(host, port) for host, port in addrs]
+        gathered = await asyncio.gather(*(self.bootstrap_node(a) for a in resolved))
+        nodes = [n for n in gathered if n is not None]
+        if not nodes:
+            raise BootstrapError(f"no bootstrap node answered: {', '.join(f'{h}:{p}' for h, p in addrs)}")
+        for n in nodes:
+            self.protocol.welcome_if_new(n)
+        spider = NodeSpiderCrawl(self.protocol, self.node, nodes, self.ksize, self.alpha)
+        return await spider.find()
+
+    def contacts(self) -> list[Contact]:
+        return self.protocol.router.contacts()
+
+    @property
+    def version(self) -> int:
+        return self.protocol.router.version
+
+
+async def resolve(host: str, port: int) -> tuple[str, int]:
+    """An IP address for a bootstrap host (kademlia itself accepts only IP literals)."""
+    try:
+        ipaddress.ip_address(host)
+        return host, port
+    except ValueError:
+        pass
+    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=2)  # SOCK_DGRAM
+    if not infos:
+        raise BootstrapError(f"cannot resolve {host}")
+    return infos[0][4][0], port
+
+
+def new_node_id(rng: random.Random) -> bytes:
+    return rng.getrandbits(160).to_bytes(20, "big")
+
+
+def contact_tuple(c: Contact) -> tuple[bytes, str, int]:
+    return (c.id, c.ip, c.port)
+
+
+__all__ = ["BootstrapError", "Contact", "DhtServer", "PubSubProtocol", "contact_tuple", "new_node_id", "resolve"]

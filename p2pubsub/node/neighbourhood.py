@@ -1,0 +1,89 @@
+"""Which node is responsible for a key, as this node sees the network (Kademlia: the closest by XOR).
+
+Pure bookkeeping over a snapshot of the DHT routing table: responsibility (am I the closest node I know of?),
+the next hop toward a key (the closest contact, or a cached resolution), and the resolution cache itself,
+invalidated when a host fails, so that in steady state a probe costs one overlay hop.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Hashable, Iterable
+
+Host = Hashable  # (node_id, ip, port)
+
+
+class Neighbourhood:
+    def __init__(self, me: tuple[bytes, str, int], cache_size: int = 65_536) -> None:
+        self.me = me
+        self._me_int = int.from_bytes(me[0], "big")
+        self._contacts: list[tuple[int, tuple]] = []
+        self.version = -1
+        self._closest: dict[bytes, tuple] = {}  # key -> closest known host, valid for this version
+        self._resolved: OrderedDict[bytes, tuple] = OrderedDict()  # key -> host that said it is responsible
+        self._cache_size = cache_size
+        self.leaving = False  # a leaving node is responsible for nothing
+
+    def update(self, contacts: Iterable[tuple[bytes, str, int]], version: int) -> None:
+        if version == self.version:
+            return
+        self.version = version
+        self._contacts = [(int.from_bytes(c[0], "big"), c) for c in contacts if c[0] != self.me[0]]
+        self._closest.clear()
+
+    @property
+    def contacts(self) -> list[tuple]:
+        return [c for _, c in self._contacts]
+
+    def closest(self, key: bytes, exclude_me: bool = False) -> tuple:
+        """The node closest to ``key`` among those known (this node included unless leaving or excluded)."""
+        if not exclude_me and not self.leaving:
+            cached = self._closest.get(key)
+            if cached is not None:
+                return cached
+        k = int.from_bytes(key, "big")
+        best, best_d = None, None
+        if not exclude_me and not self.leaving:
+            best, best_d = self.me, self._me_int ^ k
+        for cid, c in self._contacts:
+            d = cid ^ k
+            if best_d is None or d < best_d:
+                best, best_d = c, d
+        if not exclude_me and not self.leaving:
+            if len(self._closest) > self._cache_size:
+                self._closest.clear()
+            self._closest[key] = best
+        return best
+
+    def responsible(self, key: bytes) -> bool:
+        return self.closest(key) == self.me
+
+    def next_hop(self, key: bytes) -> tuple | None:
+        """Where to send a message for ``key`` that this node is not responsible for: the node that said it is
+        responsible, if still believed closer than us, else the closest contact (None: no contact at all)."""
+        hinted = self._resolved.get(key)
+        if hinted is not None:
+            return hinted
+        best = self.closest(key, exclude_me=True)
+        return best
+
+    def learn(self, key: bytes, host: tuple) -> None:
+        if host == self.me:
+            return
+        self._resolved[key] = host
+        self._resolved.move_to_end(key)
+        if len(self._resolved) > self._cache_size:
+            self._resolved.popitem(last=False)
+
+    def forget_host(self, host: tuple) -> int:
+        """A host failed: drop every cached resolution that points to it. Returns how many."""
+        stale = [k for k, h in self._resolved.items() if h == host]
+        for k in stale:
+            del self._resolved[k]
+        return len(stale)
+
+    def forget_key(self, key: bytes) -> None:
+        self._resolved.pop(key, None)
+
+    def cached(self) -> int:
+        return len(self._resolved)

@@ -1,0 +1,539 @@
+"""The node runtime: the pure pub/sub core on a Kademlia DHT, driven by asyncio (thesis §3.4, §3.6).
+
+A thin adapter, as ARCHITECTURE.md asks: arrivals and timers go into the core, the core's actions go out as peer
+messages. Tree messages are routed to the node responsible for the hash of their tree node's identifier (greedy
+XOR routing, one hop once the resolution is cached); the probes of one event travel grouped (multicast); a joining
+node takes over its keys' state before it serves them, and a node hands over whatever a closer node has become
+responsible for.
+
+The same class runs under ``p2pubsub node`` (real sockets) and inside the simulator (virtual time, in-memory
+datagrams): it reads time only from the loop and randomness only from its ``rng``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+from collections import Counter, defaultdict, deque
+from collections.abc import Callable
+from typing import Any
+
+from ..model import Schema, ValidationError, parse_event, parse_filter
+from ..tree import (
+    AdoptNode,
+    Deliver,
+    Dropped,
+    EventDelivery,
+    ProbePub,
+    PubEvent,
+    PubSubCore,
+    Ready,
+    Removed,
+    SendHost,
+    SendTree,
+    SubInstalled,
+    TreeId,
+    Unsubscribed,
+)
+from .config import NodeConfig
+from .dht import Contact, DhtServer, contact_tuple, new_node_id
+from .keys import schema_key, tree_key
+from .messages import (
+    JoinReply,
+    JoinRequest,
+    Probe,
+    ProbePubMulticast,
+    Resolved,
+    Routed,
+    SchemaGet,
+    SchemaHandoff,
+    SchemaPut,
+    SchemaReply,
+)
+from .neighbourhood import Neighbourhood
+from .schemas import SchemaStore
+from .transport import PeerTransport
+
+log = logging.getLogger(__name__)
+
+Host = tuple  # (node_id: bytes, ip: str, port: int)
+HOME_MESSAGES = (SubInstalled, Unsubscribed, EventDelivery)
+
+
+class NodeError(RuntimeError):
+    """A command could not be carried out (not joined, timed out, ...)."""
+
+
+class SchemaConflict(Exception):
+    def __init__(self, existing: Schema) -> None:
+        super().__init__(f"schema {existing.name!r} exists and differs")
+        self.existing = existing
+
+
+class UnknownSchema(Exception):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"no schema named {name!r}")
+        self.name = name
+
+
+class Node:
+    def __init__(
+        self,
+        config: NodeConfig | None = None,
+        *,
+        rng: random.Random | None = None,
+        node_id: bytes | None = None,
+        on_deliver: Callable[[str, PubEvent], None] | None = None,
+    ) -> None:
+        self.config = config or NodeConfig()
+        self.rng = rng or random.Random()
+        self.id = node_id or new_node_id(self.rng)
+        self.on_deliver = on_deliver or (lambda sub_id, event: None)
+        self.host: Host | None = None
+        self.ready = False
+        self.counters: Counter = Counter()
+        self.schemas = SchemaStore()
+        self._schema_cache: dict[str, Schema] = {}
+        self._inbox: deque = deque()
+        self._pumping = False
+        self._parked: list[tuple] = []  # routed messages that reached us before we were ready
+        self._requests: dict[int, asyncio.Future] = {}
+        self._installs: dict[str, asyncio.Future] = {}
+        self._removals: dict[str, asyncio.Future] = {}
+        self._join_waiting: set[tuple] = set()
+        self._join_done: asyncio.Event | None = None
+        self._req = 0
+        self._told: set[tuple[Host, bytes]] = set()  # (origin, key) pairs we sent a Resolved hint for
+        self._tick: asyncio.TimerHandle | None = None
+        self._handoff_due = False
+        self.core: PubSubCore | None = None
+        self.peers: PeerTransport | None = None
+        self.dht: DhtServer | None = None
+
+    # --- life cycle ---
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self.peers = PeerTransport(
+            on_message=self._on_peer_message,
+            on_undeliverable=self._on_undeliverable,
+            clock=loop,
+            rng=random.Random(self.rng.getrandbits(64)),
+            config=self.config.transport,
+        )
+        self.dht = DhtServer(
+            node_id=self.id,
+            peers=self.peers,
+            on_contact=self._on_contact,
+            ksize=self.config.ksize,
+            alpha=self.config.alpha,
+            rpc_timeout=self.config.rpc_timeout,
+        )
+        await self.dht.listen(self.config.dht_port, interface=self.config.host)
+        ip, port = self.dht.transport.get_extra_info("sockname")[:2]
+        if self.config.advertise:
+            ip = self.config.advertise
+        elif ip in ("0.0.0.0", "::"):
+            ip = await self._stun(ip)
+        self.host = (self.id, ip, port)
+        self.hood = Neighbourhood(self.host)
+        core_rng = random.Random(self.rng.getrandbits(64))
+        self.core = PubSubCore(self.host, self.config.capacity, self.config.tree, core_rng)
+        if self.config.bootstrap:
+            await self.dht.bootstrap(list(self.config.bootstrap))
+            await self._join()
+        self.ready = True
+        # hand-offs first: a message that overtook the state of its tree node must find it here
+        handoffs = (AdoptNode, SchemaHandoff)
+        parked, self._parked = self._parked, []
+        for item in sorted(parked, key=lambda p: not isinstance(p[1], handoffs)):
+            self._inbox.append(("routed", item))
+        self._pump()
+        self._tick = loop.call_later(self.config.tick_interval, self._on_tick)
+        log.info("node %s ready on %s:%d (udp), %d contacts", self.id.hex()[:12], ip, port, len(self.hood.contacts))
+
+    async def _stun(self, wildcard: str) -> str:
+        """Our address as a bootstrap node sees it (kademlia's ``stun`` RPC), for a node bound to a wildcard."""
+        for host, port in self.config.bootstrap:
+            ok, addr = await self.dht.protocol.stun((host, port))
+            if ok and addr:
+                return addr[0]
+        return "127.0.0.1" if wildcard == "0.0.0.0" else "::1"
+
+    async def _join(self) -> None:
+        """Ask the closest neighbours for what we are now responsible for; ready once they have sent it all
+        (thesis §3.6: a joining node is not ready until its transfer is done; messages wait meanwhile)."""
+        self._sync()
+        me = int.from_bytes(self.id, "big")
+        closest = sorted(self.hood.contacts, key=lambda c: int.from_bytes(c[0], "big") ^ me)[: self.config.ksize]
+        if not closest:
+            return
+        self._join_waiting = set(closest)
+        self._join_done = asyncio.Event()
+        for c in closest:
+            self._send(c, JoinRequest(self.host))
+        try:
+            await asyncio.wait_for(self._join_done.wait(), self.config.join_timeout)
+        except TimeoutError:
+            self.counters["join_timeouts"] += len(self._join_waiting)
+            log.warning("join: %d neighbours did not answer", len(self._join_waiting))
+
+    async def stop(self, graceful: bool = True) -> None:
+        """Leave: hand everything over to the nodes now responsible for it (graceful), then close."""
+        if self._tick is not None:
+            self._tick.cancel()
+        if graceful and self.core is not None and self.hood.contacts:
+            self.hood.leaving = True
+            self._handoff()
+            await self._drained(self.config.join_timeout)
+        if self.peers is not None:
+            self.peers.close()
+        if self.dht is not None:
+            self.dht.stop()
+        for fut in [*self._requests.values(), *self._installs.values(), *self._removals.values()]:
+            if not fut.done():
+                fut.set_exception(NodeError("node stopped"))
+        self.ready = False
+
+    async def _drained(self, timeout: float) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while loop.time() < deadline and any(s.queue_length for s in self.peers.all_stats().values()):
+            await asyncio.sleep(0.01)
+
+    # --- client commands ---
+
+    async def put_schema(self, name: str, body: Any) -> tuple[Schema, bool]:
+        """Create schema ``name``; ``(schema, created)``. Raises ValidationError or SchemaConflict."""
+        schema = Schema.from_dict(name, body)
+        doc = json.dumps(schema.to_dict())
+        reply = await self._request(schema_key(name), lambda req: SchemaPut(name, doc, self.host, req))
+        stored = Schema.from_dict(name, json.loads(reply.doc))
+        self._schema_cache[name] = stored
+        if reply.status == "conflict":
+            raise SchemaConflict(stored)
+        return stored, reply.status == "created"
+
+    async def get_schema(self, name: str, fresh: bool = False) -> Schema | None:
+        if not fresh and name in self._schema_cache:
+            return self._schema_cache[name]
+        reply = await self._request(schema_key(name), lambda req: SchemaGet(name, self.host, req))
+        if reply.doc is None:
+            return None
+        schema = self._schema_cache[name] = Schema.from_dict(name, json.loads(reply.doc))
+        return schema
+
+    async def _schema(self, name: str, body: Any, parse: Callable) -> tuple[Schema, Any]:
+        """The schema and the parsed body; a schema grown since we cached it is fetched again once."""
+        schema = await self.get_schema(name)
+        if schema is None:
+            raise UnknownSchema(name)
+        try:
+            return schema, parse(schema, body)
+        except ValidationError as e:
+            if e.code != "unknown_attribute":
+                raise
+        schema = await self.get_schema(name, fresh=True)
+        return schema, parse(schema, body)
+
+    async def subscribe(self, schema_name: str, filter_body: Any) -> str:
+        """Install a subscription; returns its id once every piece is stored in the tree."""
+        self._require_ready()
+        schema, sub = await self._schema(schema_name, filter_body, parse_filter)
+        loop = asyncio.get_running_loop()
+        sub_id, actions = self.core.subscribe(schema, sub, loop.time())
+        fut = self._installs[sub_id] = loop.create_future()
+        self._execute(actions)
+        try:
+            await asyncio.wait_for(asyncio.shield(fut), self.config.install_timeout)
+        except TimeoutError:
+            self._execute(self.core.unsubscribe(sub_id, loop.time()))
+            raise NodeError(f"subscription not installed within {self.config.install_timeout} s") from None
+        finally:
+            self._installs.pop(sub_id, None)
+        return sub_id
+
+    async def unsubscribe(self, sub_id: str) -> bool:
+        """Remove a subscription: nothing more is delivered from this moment; returns False if unknown."""
+        if sub_id not in self.core.home.subs or not self.core.home.subs[sub_id].active:
+            return False
+        loop = asyncio.get_running_loop()
+        fut = self._removals[sub_id] = loop.create_future()
+        self._execute(self.core.unsubscribe(sub_id, loop.time()))
+        try:
+            await asyncio.wait_for(asyncio.shield(fut), self.config.install_timeout)
+        except TimeoutError:
+            self.counters["unsubscribe_timeouts"] += 1  # delivery has stopped already; leaves expire it later
+        finally:
+            self._removals.pop(sub_id, None)
+        return True
+
+    async def publish(self, schema_name: str, attributes: Any) -> str:
+        self._require_ready()
+        schema, event = await self._schema(schema_name, attributes, parse_event)
+        pub, actions = self.core.publish(schema, event, asyncio.get_running_loop().time())
+        self.counters["published"] += 1
+        self._execute(actions)
+        return pub.event_id
+
+    def _require_ready(self) -> None:
+        if not self.ready:
+            raise NodeError("the node has not joined the network yet")
+
+    async def _request(self, key: bytes, make: Callable[[int], Any]) -> SchemaReply:
+        self._req += 1
+        req = self._req
+        fut = self._requests[req] = asyncio.get_running_loop().create_future()
+        self._route(key, make(req), self.host, 0, forwarded=False)
+        self._pump()
+        try:
+            return await asyncio.wait_for(fut, self.config.request_timeout)
+        except TimeoutError:
+            raise NodeError("no answer from the node responsible for the schema") from None
+        finally:
+            self._requests.pop(req, None)
+
+    # --- inbound ---
+
+    def _on_peer_message(self, addr, msg) -> None:
+        self._inbox.append(("peer", msg))
+        self._pump()
+
+    def _pump(self) -> None:
+        """Handle queued work iteratively: local sends never recurse, whatever the chain of actions."""
+        if self._pumping:
+            return
+        self._pumping = True
+        try:
+            while self._inbox:
+                kind, item = self._inbox.popleft()
+                try:
+                    if kind == "peer":
+                        self._dispatch(item)
+                    elif kind == "routed":
+                        self._arrive(*item)
+                    elif kind == "home":
+                        self._execute(self.core.handle(item, self._now()))
+                except Exception:
+                    self.counters["handler_errors"] += 1
+                    log.exception("error handling %s", type(item).__name__)
+        finally:
+            self._pumping = False
+
+    def _dispatch(self, msg) -> None:
+        if isinstance(msg, Routed):
+            self._route(msg.key, msg.msg, msg.origin, msg.hops, forwarded=True)
+        elif isinstance(msg, ProbePubMulticast):
+            probes = [(tree_key(p.target), p) for p in msg.probes]
+            self._multicast(msg.event, probes, msg.origin, msg.hops, forwarded=True)
+        elif isinstance(msg, HOME_MESSAGES):
+            self._execute(self.core.handle(msg, self._now()))
+        elif isinstance(msg, Resolved):
+            self.hood.learn(msg.key, msg.host)
+        elif isinstance(msg, JoinRequest):
+            self._on_join_request(msg)
+        elif isinstance(msg, JoinReply):
+            self._on_join_reply(msg)
+        elif isinstance(msg, SchemaReply):
+            fut = self._requests.get(msg.req)
+            if fut is not None and not fut.done():
+                fut.set_result(msg)
+        else:
+            self.counters["unexpected_messages"] += 1
+
+    def _now(self) -> float:
+        return asyncio.get_running_loop().time()
+
+    # --- routing ---
+
+    def _sync(self) -> None:
+        if self.dht is not None and self.dht.protocol is not None and self.hood.version != self.dht.version:
+            self.hood.update((contact_tuple(c) for c in self.dht.contacts()), self.dht.version)
+
+    def _route(self, key: bytes, msg, origin: Host, hops: int, forwarded: bool) -> None:
+        """Hand a keyed message to the node responsible for ``key``: us, or the next hop toward it.
+
+        ``hops`` counts the nodes that passed the message on; ``forwarded``: we received it from another node
+        (False when it starts here, or comes back to us undelivered)."""
+        self._sync()
+        if self.hood.responsible(key):
+            self._inbox.append(("routed", (key, msg, origin, hops)))
+            return
+        if hops >= self.config.max_hops:
+            self.counters["dropped_max_hops"] += 1
+            log.warning("dropped %s after %d hops", type(msg).__name__, hops)
+            return
+        self._send(self.hood.next_hop(key), Routed(key, msg, origin, hops + forwarded))
+
+    def _arrive(self, key: bytes, msg, origin: Host, hops: int) -> None:
+        if not self.ready:
+            self._parked.append((key, msg, origin, hops))
+            return
+        if hops > 0 and origin != self.host and (origin, key) not in self._told:
+            # the origin did not know we are responsible: tell it once, and it sends straight here next time
+            if len(self._told) > 100_000:
+                self._told.clear()
+            self._told.add((origin, key))
+            self._send(origin, Resolved(key, self.host))
+        if isinstance(msg, SchemaPut):
+            status, doc = self.schemas.put(msg.name, msg.doc, self.config.tree_defaults)
+            self._reply(msg.reply_to, SchemaReply(msg.req, status, doc))
+        elif isinstance(msg, SchemaGet):
+            doc = self.schemas.get(msg.name)
+            self._reply(msg.reply_to, SchemaReply(msg.req, "found" if doc else "missing", doc))
+        elif isinstance(msg, SchemaHandoff):
+            self.schemas.adopt(msg.name, msg.doc)
+        else:
+            self._execute(self.core.handle(msg, self._now()))
+
+    def _reply(self, to: Host, msg) -> None:
+        if to == self.host:
+            self._dispatch(msg)
+        else:
+            self._send(to, msg)
+
+    def _multicast(
+        self, event: PubEvent, probes: list[tuple[bytes, Probe]], origin: Host, hops: int, forwarded: bool
+    ) -> None:
+        """Application-layer multicast (Program 3.4 on Kademlia): keep the probes we are responsible for,
+        regroup the others by next hop; one message per group carries the event once."""
+        self._sync()
+        groups: dict[Host, list[Probe]] = defaultdict(list)
+        for key, p in probes:
+            if self.hood.responsible(key):
+                msg = ProbePub(p.target, p.space, p.scope, p.probe, event, p.known)
+                self._inbox.append(("routed", (key, msg, origin, hops)))
+            else:
+                groups[self.hood.next_hop(key)].append(p)
+        for nxt, group in groups.items():
+            self._send(nxt, ProbePubMulticast(event, tuple(group), origin, hops + forwarded))
+
+    def _send(self, to: Host, msg) -> None:
+        self.counters["sent"] += 1
+        self.peers.send((to[1], to[2]), msg)
+
+    def _execute(self, actions) -> None:
+        """Carry out the core's actions."""
+        probes: dict[str, tuple[PubEvent, list]] = {}
+        for a in actions:
+            if isinstance(a, SendTree):
+                if self.config.multicast and isinstance(a.msg, ProbePub):
+                    m = a.msg
+                    group = probes.setdefault(m.event.event_id, (m.event, []))[1]
+                    group.append((tree_key(a.to), Probe(m.target, m.space, m.scope, m.probe, m.known)))
+                else:
+                    self._route(tree_key(a.to), a.msg, self.host, 0, forwarded=False)
+            elif isinstance(a, SendHost):
+                if a.to == self.host:
+                    self._inbox.append(("home", a.msg))
+                else:
+                    self._send(a.to, a.msg)
+            elif isinstance(a, Deliver):
+                self.counters["delivered"] += 1
+                self.on_deliver(a.sub_id, a.event)
+            elif isinstance(a, Ready):
+                fut = self._installs.get(a.sub_id)
+                if fut is not None and not fut.done():
+                    fut.set_result(a.version)
+            elif isinstance(a, Removed):
+                fut = self._removals.get(a.sub_id)
+                if fut is not None and not fut.done():
+                    fut.set_result(True)
+            elif isinstance(a, Dropped):
+                self.counters["dropped"] += 1
+                log.warning("dropped %s: %s", type(a.msg).__name__, a.reason)
+        for event, group in probes.values():
+            self._multicast(event, group, self.host, 0, forwarded=False)
+        self._pump()
+
+    # --- failures, joins and hand-offs ---
+
+    def _on_undeliverable(self, addr, messages: list) -> None:
+        """A peer stopped answering: forget it, and send what it did not acknowledge to whoever is now
+        responsible (tree and schema messages); notifications for a home that is gone are counted, not kept."""
+        gone = [c for c in self.hood.contacts if (c[1], c[2]) == tuple(addr)]
+        for c in gone:
+            self.dht.protocol.contact_failed(*c)
+            self.hood.forget_host(c)
+        self._sync()
+        for m in messages:
+            if isinstance(m, Routed):
+                self.hood.forget_key(m.key)
+                self._route(m.key, m.msg, m.origin, m.hops, forwarded=False)
+            elif isinstance(m, ProbePubMulticast):
+                probes = [(tree_key(p.target), p) for p in m.probes]
+                self._multicast(m.event, probes, m.origin, m.hops, forwarded=False)
+            else:
+                self.counters[f"undeliverable_{type(m).__name__}"] += 1
+        self._pump()
+
+    def _on_contact(self, contact: Contact) -> None:
+        """kademlia learned a new node: it may now be responsible for keys we hold."""
+        if self.core is None or self._handoff_due:
+            return
+        self._handoff_due = True
+        asyncio.get_running_loop().call_soon(self._handoff)
+
+    def _handoff(self) -> int:
+        """Send every tree node and schema we are no longer responsible for to the node that is."""
+        self._handoff_due = False
+        self._sync()
+        moved = 0
+        now = self._now()
+        actions = self.core.tree.release(lambda t: not self.hood.responsible(tree_key(t)), now)
+        moved += sum(isinstance(a.msg, AdoptNode) and a.msg.part == 0 for a in actions)
+        for name in [n for n in self.schemas.docs if not self.hood.responsible(schema_key(n))]:
+            handoff = SchemaHandoff(name, self.schemas.docs.pop(name))
+            self._route(schema_key(name), handoff, self.host, 0, forwarded=False)
+            moved += 1
+        self.counters["handed_off"] += moved
+        self._execute(actions)
+        return moved
+
+    def _on_join_request(self, msg: JoinRequest) -> None:
+        node_id, ip, port = msg.host
+        self.dht.protocol.welcome_if_new(Contact(node_id, ip, port))
+        self._sync()
+        moved = self._handoff()
+        self._send(msg.host, JoinReply(self.host, moved))  # after the hand-offs: the transport keeps order
+
+    def _on_join_reply(self, msg: JoinReply) -> None:
+        self.counters["joined_with"] += msg.moved
+        self._join_waiting.discard(tuple(msg.host))
+        if self._join_done is not None and not self._join_waiting:
+            self._join_done.set()
+
+    def _on_tick(self) -> None:
+        now = self._now()
+        self._execute(self.core.tick(now))
+        if self.ready:
+            self._handoff()
+        self._tick = asyncio.get_running_loop().call_later(self.config.tick_interval, self._on_tick)
+
+    # --- views ---
+
+    def info(self) -> dict[str, Any]:
+        tree_nodes = self.core.tree.nodes if self.core else {}
+        leaves = [n for n in tree_nodes.values() if n.is_leaf]
+        return {
+            "id": self.id.hex(),
+            "address": self.host[1] if self.host else None,
+            "dht_port": self.host[2] if self.host else None,
+            "ready": self.ready,
+            "peers": len(self.hood.contacts) if self.host else 0,
+            "tree_nodes": len(tree_nodes),
+            "leaves": len(leaves),
+            "stored_subscriptions": sum(len(n.store) for n in leaves),
+            "home_subscriptions": len(self.core.home.subs) if self.core else 0,
+            "schemas": len(self.schemas.docs),
+            "cached_resolutions": self.hood.cached() if self.host else 0,
+            "counters": dict(self.counters),
+        }
+
+    def hosted(self) -> list[str]:
+        return sorted(str(t) for t in self.core.tree.nodes) if self.core else []
+
+
+__all__ = ["Node", "NodeConfig", "NodeError", "SchemaConflict", "TreeId", "UnknownSchema"]
