@@ -166,6 +166,7 @@ class _Codec:
     dec: Dec
     kind: str  # the CBOR kind it writes; "dataclass" for a registered class (an array)
     cls: type | None = None
+    inline: str | None = None  # a check the generated field code does in place (see _field_functions)
 
 
 def _kind_name(p: Any) -> str:
@@ -193,7 +194,7 @@ def _exact(t: type, kind: str) -> _Codec:
             raise WireError(f"expected {name}, got {_kind_name(p)}")
         return p
 
-    return _Codec(enc, dec, kind)
+    return _Codec(enc, dec, kind, inline=name)
 
 
 def _check_int(v: Any) -> int:
@@ -213,7 +214,7 @@ def _int_codec() -> _Codec:
             raise WireError(f"expected int, got {_kind_name(p)}")
         return _check_int(p)
 
-    return _Codec(enc, dec, "int")
+    return _Codec(enc, dec, "int", inline="int")
 
 
 def _float_codec() -> _Codec:
@@ -233,7 +234,7 @@ def _float_codec() -> _Codec:
             return _check_int(p)
         raise WireError(f"expected float, got {_kind_name(p)}")
 
-    return _Codec(enc, dec, "float")
+    return _Codec(enc, dec, "float", inline="float")
 
 
 def _none_codec() -> _Codec:
@@ -347,7 +348,7 @@ def _mapping_of(value: _Codec) -> _Codec:
 class _ClassSpec:
     """A registered class: its tag, the fields that travel, and their codecs (compiled on first use)."""
 
-    __slots__ = ("cls", "codecs", "decs", "encs", "get", "hints", "names", "tag", "tag_key")
+    __slots__ = ("cls", "codecs", "dec", "enc", "get", "hints", "names", "tag", "tag_key")
 
     def __init__(self, cls: type, tag: int, names: tuple[str, ...], hints: dict[str, Any]) -> None:
         self.cls = cls
@@ -356,8 +357,8 @@ class _ClassSpec:
         self.names = names
         self.hints = hints
         self.codecs: list[_Codec] | None = None
-        self.encs: tuple[Enc, ...] | None = None
-        self.decs: tuple[Dec, ...] | None = None
+        self.enc: Callable[[Any, int], list[Any]] | None = None  # fields -> list, generated
+        self.dec: Callable[[list[Any], int, _Budget, int], Any] | None = None  # list from index -> instance
         if len(names) == 1:
             only = names[0]
             self.get = lambda obj: (getattr(obj, only),)
@@ -446,10 +447,10 @@ class Registry:
 
     def _enc_fields(self, spec: _ClassSpec, obj: Any, depth: int, tagged: bool = False) -> list[Any]:
         _deep(depth)
-        encs = spec.encs if spec.encs is not None else self._compile_spec(spec)[0]
+        enc = spec.enc if spec.enc is not None else self._compile_spec(spec)[0]
         inner = depth + 1
         try:
-            out = [enc(value, inner) for enc, value in zip(encs, spec.get(obj), strict=True)]
+            out = enc(obj, inner)
         except WireError as exc:
             raise WireError(
                 f"{spec.cls.__name__}.{_culprit(spec, spec.get(obj), inner, encoding=True)}: {exc.reason}"
@@ -498,21 +499,20 @@ class Registry:
             raise WireError(f"{cls.__name__} has {len(spec.names)} fields, got {len(p) - start}")
         _deep(depth)
         budget.take(len(p))
-        decs = spec.decs if spec.decs is not None else self._compile_spec(spec)[1]
-        inner = depth + 1
-        values = p[start:] if start else p
+        dec = spec.dec if spec.dec is not None else self._compile_spec(spec)[1]
         try:
-            args = [dec(value, budget, inner) for dec, value in zip(decs, values, strict=True)]
+            return dec(p, start, budget, depth + 1)
         except WireError as exc:
-            raise WireError(f"{cls.__name__}.{_culprit(spec, values, inner, encoding=False)}: {exc.reason}") from None
-        try:
-            return cls(*args)
+            values = p[start:]
+            raise WireError(
+                f"{cls.__name__}.{_culprit(spec, values, depth + 1, encoding=False)}: {exc.reason}"
+            ) from None
         except Exception as exc:  # a constructor's own validation
             raise WireError(f"{cls.__name__}: {type(exc).__name__}: {exc}") from None
 
     # -- codecs ------------------------------------------------------------------------------------------------
 
-    def _compile_spec(self, spec: _ClassSpec) -> tuple[tuple[Enc, ...], tuple[Dec, ...]]:
+    def _compile_spec(self, spec: _ClassSpec) -> tuple[Callable[..., Any], Callable[..., Any]]:
         codecs = []
         for name in spec.names:
             try:
@@ -520,9 +520,8 @@ class Registry:
             except TypeError as exc:
                 raise TypeError(f"{spec.cls.__name__}.{name}: {exc}") from None
         spec.codecs = codecs
-        spec.encs = tuple(c.enc for c in codecs)
-        spec.decs = tuple(c.dec for c in codecs)
-        return spec.encs, spec.decs
+        spec.enc, spec.dec = _field_functions(spec.cls, spec.names, codecs)
+        return spec.enc, spec.dec
 
     def _codec(self, tp: Any) -> _Codec:
         if tp is Any or tp is object:
@@ -666,6 +665,46 @@ class Registry:
             raise WireError(f"unexpected {t.__name__} in an untyped field")
 
         return _Codec(enc, dec, "any")
+
+
+def _wrong(expected: str, value: Any) -> None:
+    raise WireError(f"expected {expected}, got {_kind_name(value)}")
+
+
+# the checks generated code makes in place, for the scalar fields that dominate messages
+_INLINE = {
+    "str": "type({v}) is not str",
+    "bytes": "type({v}) is not bytes",
+    "bool": "type({v}) is not bool",
+    "int": "type({v}) is not int or not _INT_MIN <= {v} <= _INT_MAX",
+    "float": "type({v}) is not float and (type({v}) is not int or not _INT_MIN <= {v} <= _INT_MAX)",
+}
+
+
+def _field_functions(cls: type, names: tuple[str, ...], codecs: list[_Codec]) -> tuple[Any, Any]:
+    """Straight-line encoder and decoder of one class's fields, generated once: a loop over per-field codec
+    calls costs about twice as much, and the fields of the tree's messages are what every message is made of.
+
+    ``enc(obj, depth) -> [field values]`` and ``dec(array, start, budget, depth) -> instance``; they raise
+    `WireError` without naming the field (the caller finds it again, see `_culprit`).
+    """
+    namespace: dict[str, Any] = {"cls": cls, "_wrong": _wrong, "_INT_MIN": _INT_MIN, "_INT_MAX": _INT_MAX}
+    enc_lines, dec_lines = [], []
+    for i, (name, codec) in enumerate(zip(names, codecs, strict=True)):
+        namespace[f"e{i}"], namespace[f"d{i}"] = codec.enc, codec.dec
+        if codec.inline is not None:
+            test = _INLINE[codec.inline].format(v=f"v{i}")
+            enc_lines += [f"    v{i} = obj.{name}", f"    if {test}: _wrong({codec.inline!r}, v{i})"]
+            dec_lines += [f"    v{i} = p[s + {i}]", f"    if {test}: _wrong({codec.inline!r}, v{i})"]
+        else:
+            enc_lines.append(f"    v{i} = e{i}(obj.{name}, depth)")
+            dec_lines.append(f"    v{i} = d{i}(p[s + {i}], budget, depth)")
+    values = ", ".join(f"v{i}" for i in range(len(names)))
+    enc_source = ["def enc(obj, depth):", *enc_lines, f"    return [{values}]"]
+    dec_source = ["def dec(p, s, budget, depth):", *dec_lines, f"    return cls({values})"]
+    source = "\n".join([*enc_source, "", *dec_source])
+    exec(compile(source, f"<wire fields of {cls.__qualname__}>", "exec"), namespace)
+    return namespace["enc"], namespace["dec"]
 
 
 def _culprit(spec: _ClassSpec, values: Any, depth: int, encoding: bool) -> str:
