@@ -24,18 +24,22 @@ timeout computed from an RTT estimate (Jacobson/Karels, RFC 6298, plus the peer'
 rule; exponential backoff) and early when ACKs show a hole behind later datagrams (fast retransmit). There is no
 congestion control beyond the fixed window.
 
-Sessions: each side draws a random session id (from the injected RNG) for every peer it talks to, carries it in
-every datagram, and learns the other side's. A datagram from a new session means the peer restarted or forgot us:
-both directions start over (our unacknowledged messages are renumbered and resent to the new incarnation, so
-they may arrive twice across the restart, never out of order). A datagram sent to a session we no longer have is
-answered with RESET, which makes the sender start over the same way. Old sessions' stragglers are ignored.
+Streams: each direction of a link is a stream with a random id (its epoch, drawn from the injected RNG) and
+sequence numbers from 0. While nothing of a stream has been acknowledged, its DATA carry the FIRST flag, which
+lets a receiver without state for it start at seq 0; a receiver without state that gets DATA without FIRST (it
+restarted, or forgot the peer) answers RESET, and the sender starts a new stream: a new epoch, everything not
+acknowledged renumbered from 0 and resent (so a message may arrive twice across a peer's restart, never out of
+order). A restarted peer is therefore recognised by its new epochs, and its old streams' stragglers are ignored
+(the last few epochs are remembered). After giving up on a peer, the next message opens a new stream too.
 
 Datagrams (big-endian)::
 
-    header  magic u8 (0x50) | version << 4 | kind u8 | src session u32 | dst session u32 (0: not known yet)
-    DATA    header | seq u32 | (length u16 | wire frame)+        14 bytes + 2 per message
-    ACK     header | next expected seq u32 [| sack u64]           14 or 22 bytes; sack bit i: seq next+1+i held
-    RESET   header                                                10 bytes: "no such session here, start over"
+    DATA   magic u8 (0x50) | version << 4 | FIRST 0x08 | 1 | epoch u32 | seq u32 | (length u16 | frame)+
+    ACK    magic u8 | version << 4 | 2 | epoch u32 | next expected seq u32 [| sack u64]
+    RESET  magic u8 | version << 4 | 3 | epoch u32
+
+DATA cost 10 bytes plus 2 per message, ACK 10 (18 with the selective-ACK bitmap: bit i = seq next+1+i held),
+RESET 6 ("no such stream here: start over").
 
 Time comes only from the event loop (``loop.time()``, ``call_at``) and randomness only from the injected
 ``random.Random``, so the transport is deterministic on the simulator's virtual-time loop.
@@ -71,15 +75,16 @@ log = logging.getLogger(__name__)
 MAGIC = 0x50  # b"P": neither of rpcudp's request (0x00) and response (0x01) markers
 VERSION = 1
 DATA, ACK, RESET = 1, 2, 3
+FIRST = 0x08  # in the kind byte of DATA: nothing of this stream is acknowledged yet, start it at seq 0
 #: Receive window and selective-ACK span, in datagrams: the most any sender may have unacknowledged.
 WINDOW = 64
 
-_HEAD = struct.Struct("!BBII")
+_HEAD = struct.Struct("!BBI")  # magic, version << 4 | flags | kind, epoch
 _U32 = struct.Struct("!I")
 _U64 = struct.Struct("!Q")
 _LEN = struct.Struct("!H")
-_HEAD_SIZE = _HEAD.size  # 10
-_DATA_SIZE = _HEAD_SIZE + 4  # 14
+_HEAD_SIZE = _HEAD.size  # 6
+_BODY = _HEAD_SIZE + 4  # 10: DATA and ACK carry a sequence number after the header
 _SEQ_MASK = (1 << 32) - 1
 _HALF = 1 << 31
 _GRANULARITY = 0.001  # timer granularity G of RFC 6298
@@ -108,7 +113,7 @@ class TransportConfig:
     ack_delay: float = 0.01  # ... or after this long; anything out of order is acknowledged at once
     dupack_threshold: int = 3  # ACKs showing a hole before the missing datagram is resent early
     stats_window: float = 1.0  # q_in / q_out / received count over windows of this length
-    retired_sessions: int = 4  # old sessions of a peer remembered to ignore their stragglers
+    retired_streams: int = 8  # epochs of a peer's past streams remembered, to ignore their stragglers
 
     def __post_init__(self) -> None:
         if not 1 <= self.window <= WINDOW:
@@ -151,19 +156,19 @@ class QueueStats:
     rto: float
     duplicates: int  # datagrams received again and dropped
     garbage: int  # datagrams from this peer dropped as malformed
-    restarts: int  # new sessions of this peer seen (it restarted, or forgot us)
+    restarts: int  # streams started over: ours refused by the peer (RESET), or a new one from it after the first
 
 
 @dataclass(slots=True)
 class TransportCounters:
-    """Whole-transport counters (every peer, including datagrams from addresses without a session)."""
+    """Whole-transport counters (every peer, including datagrams from addresses we keep no state for)."""
 
     datagrams_in: int = 0
     datagrams_out: int = 0
     bytes_in: int = 0
     bytes_out: int = 0
     garbage: int = 0  # malformed datagrams with our magic byte
-    stale: int = 0  # datagrams of an old session, ignored
+    stale: int = 0  # datagrams of a past or unknown stream, ignored (or answered with RESET)
     resets_sent: int = 0
     unreachable: int = 0  # peers given up on
     send_errors: int = 0  # sendto raised
@@ -196,14 +201,14 @@ class _Peer:
         "buffer",
         "cur",
         "duplicates",
+        "epoch",
         "expected",
         "garbage",
         "inflight_bytes",
         "last",
-        "local",
         "next_seq",
         "received_total",
-        "remote",
+        "recv_epoch",
         "restarts",
         "retired",
         "retransmits",
@@ -221,12 +226,10 @@ class _Peer:
         "win",
     )
 
-    def __init__(self, addr: Address, local: int, config: TransportConfig) -> None:
+    def __init__(self, addr: Address, epoch: int, config: TransportConfig) -> None:
         self.addr = addr
-        self.local = local  # our session towards this peer
-        self.remote = 0  # the peer's session, 0 until heard
-        self.retired: deque[int] = deque(maxlen=config.retired_sessions)
-        # sending
+        # sending: our stream to the peer
+        self.epoch = epoch
         self.next_seq = 0
         self.base = 0  # lowest unacknowledged seq
         self.waiting: deque[tuple[bytes, Any]] = deque()
@@ -238,7 +241,9 @@ class _Peer:
         self.rto = config.initial_rto
         self.retries = 0
         self.timer: asyncio.TimerHandle | None = None
-        # receiving
+        # receiving: the peer's stream to us
+        self.recv_epoch = 0  # none yet
+        self.retired: deque[int] = deque(maxlen=config.retired_streams)  # its past streams
         self.expected = 0
         self.buffer: dict[int, list[Any]] = {}  # seq -> decoded messages, out of order
         self.ack_pending = 0
@@ -282,11 +287,9 @@ class PeerTransport:
         on_undeliverable: ``on_undeliverable(addr, messages)`` with every message not acknowledged once a peer is
             declared unreachable, in send order.
         clock: the event loop whose ``time()`` and ``call_at()`` drive timers (default: the running loop).
-        rng: source of session ids (default: a fresh ``random.Random()``; pass a seeded one in the simulator).
+        rng: source of stream ids (default: a fresh ``random.Random()``; pass a seeded one in the simulator).
         config: `TransportConfig`.
         registry: the wire registry (default: the node's `wire.REGISTRY`).
-        on_peer_restart: optional ``on_peer_restart(addr)`` when a peer turns up with a new session: it restarted
-            or forgot us, and has lost whatever state it held for us.
     """
 
     def __init__(
@@ -298,11 +301,9 @@ class PeerTransport:
         rng: random.Random | None = None,
         config: TransportConfig = TransportConfig(),
         registry: Registry = REGISTRY,
-        on_peer_restart: Callable[[Address], None] | None = None,
     ) -> None:
         self._on_message = on_message
         self._on_undeliverable = on_undeliverable
-        self._on_peer_restart = on_peer_restart
         self._loop = clock
         self._rng = rng if rng is not None else random.Random()
         self.config = config
@@ -347,8 +348,8 @@ class PeerTransport:
         return pending
 
     def forget(self, addr: Address) -> list[Any]:
-        """Drop all state for ``addr`` and return its unacknowledged messages; talking to it again later starts
-        a new session, which the peer recognises."""
+        """Drop all state for ``addr`` and return its unacknowledged messages. Talking to it again opens new
+        streams: ours starts afresh, and the peer's (which we no longer know) is refused until it starts over."""
         peer = self._peers.pop(_key(addr), None)
         if peer is None:
             return []
@@ -374,14 +375,14 @@ class PeerTransport:
     def _peer(self, key: Address) -> _Peer:
         peer = self._peers.get(key)
         if peer is None:
-            peer = self._peers[key] = _Peer(key, self._new_session(), self.config)
+            peer = self._peers[key] = _Peer(key, self._new_epoch(), self.config)
         return peer
 
-    def _new_session(self) -> int:
+    def _new_epoch(self) -> int:
         while True:
-            session = self._rng.getrandbits(32)
-            if session:
-                return session
+            epoch = self._rng.getrandbits(32)
+            if epoch:  # 0 means "no stream"
+                return epoch
 
     def _pump(self, peer: _Peer) -> None:
         """Send queued messages while the window allows, packing small ones together."""
@@ -410,8 +411,8 @@ class PeerTransport:
         out.sent_at = now
         out.sends += 1
         out.missing = 0
-        head = _HEAD.pack(MAGIC, VERSION << 4 | DATA, peer.local, peer.remote)
-        self._sendto(head + _U32.pack(out.seq & _SEQ_MASK) + out.body, peer.addr)
+        kind = VERSION << 4 | (FIRST if peer.base == 0 else 0) | DATA
+        self._sendto(_HEAD.pack(MAGIC, kind, peer.epoch) + _U32.pack(out.seq & _SEQ_MASK) + out.body, peer.addr)
 
     def _sendto(self, data: bytes, addr: Address) -> None:
         udp = self._udp
@@ -449,18 +450,35 @@ class PeerTransport:
         self._arm(peer, now)
 
     def _give_up(self, peer: _Peer) -> None:
-        """The peer is unreachable: hand back everything not acknowledged and drop the link's state."""
-        del self._peers[peer.addr]
-        peer.cancel_timers()
+        """The peer is unreachable: hand back everything not acknowledged; the next message opens a new stream."""
         messages = peer.pending()
-        self.counters.unreachable += 1
         log.warning(
-            "peer %s:%s unreachable after %d timeouts: %d messages handed back",
+            "peer %s:%s unreachable after %d timeouts in a row: %d messages handed back",
             *peer.addr,
-            peer.retries - 1,
+            peer.retries,
             len(messages),
         )
+        self._new_stream(peer, resend=False)
+        self.counters.unreachable += 1
         self._callback(self._on_undeliverable, peer.addr, messages)
+
+    def _new_stream(self, peer: _Peer, resend: bool = True) -> None:
+        """Start our stream to ``peer`` over: a new epoch from seq 0, with everything not acknowledged queued again
+        in its order (``resend``) or dropped (the caller has handed it back)."""
+        if resend:
+            items = [item for out in peer.unacked.values() for item in out.items]
+            peer.waiting.extendleft(reversed(items))
+        else:
+            peer.waiting.clear()
+        peer.unacked.clear()
+        peer.unacked_msgs = peer.inflight_bytes = 0
+        peer.epoch = self._new_epoch()
+        peer.base = peer.next_seq = 0
+        peer.retries = 0
+        if peer.timer is not None:
+            peer.timer.cancel()
+            peer.timer = None
+        self._update_rto(peer)  # undo any backoff
 
     # -- receiving ---------------------------------------------------------------------------------------------
 
@@ -482,41 +500,28 @@ class PeerTransport:
         return True
 
     def _receive(self, data: bytes, key: Address) -> None:
-        n = len(data)
-        if n < _HEAD_SIZE:
+        if len(data) < _HEAD_SIZE:
             return self._garbage(key, "short datagram")
-        _magic, vk, src, dst = _HEAD.unpack_from(data)
-        kind = vk & 0x0F
-        if vk >> 4 != VERSION or kind not in (DATA, ACK, RESET) or src == 0:
-            return self._garbage(key, f"bad header (version/kind {vk:#04x}, session {src})")
-        peer = self._peers.get(key)
-        if peer is None:
-            if kind != DATA:  # an ACK or RESET for a session we no longer have
-                self.counters.stale += 1
-                return None
-            peer = self._peer(key)
-        if src in peer.retired:
-            self.counters.stale += 1
-            return None
-        if dst != 0 and dst != peer.local:
-            # meant for a session of ours that is gone (we restarted or forgot the peer): tell it to start over
-            self.counters.stale += 1
-            if kind == DATA:
-                self.counters.resets_sent += 1
-                self._sendto(_HEAD.pack(MAGIC, VERSION << 4 | RESET, peer.local, src), key)
-            return None
-        if src != peer.remote:
-            if peer.remote == 0:
-                peer.remote = src
-            else:
-                self._restarted(peer, src)
-                if self._peers.get(key) is not peer:  # the callback forgot it
-                    return None
+        _magic, vk, epoch = _HEAD.unpack_from(data)
+        kind, first = vk & 0x07, vk & FIRST
+        if vk >> 4 != VERSION or kind not in (DATA, ACK, RESET) or epoch == 0 or (first and kind != DATA):
+            return self._garbage(key, f"bad header (kind byte {vk:#04x}, epoch {epoch})")
         if kind == DATA:
-            return self._on_data(peer, data)
+            return self._on_data(key, epoch, first, data)
+        peer = self._peers.get(key)
+        if peer is None or epoch != peer.epoch:  # about a stream of ours that is gone: a straggler
+            self.counters.stale += 1
+            return None
         if kind == ACK:
             return self._on_ack(peer, data)
-        return None  # RESET: acted upon above, as a new session
+        if len(data) != _HEAD_SIZE:
+            return self._garbage(key, "bad RESET length")
+        # RESET: the peer has no state for our stream (it restarted, or forgot us): start it over
+        log.info("peer %s:%s lost our stream: starting it over", *key)
+        peer.restarts += 1
+        self._new_stream(peer)
+        self._pump(peer)
+        return None
 
     def _garbage(self, key: Address, reason: str) -> None:
         self.counters.garbage += 1
@@ -527,41 +532,46 @@ class PeerTransport:
                 peer.warned = True
                 log.warning("dropping malformed datagrams from %s:%s: %s", *key, reason)
 
-    def _restarted(self, peer: _Peer, session: int) -> None:
-        """``peer`` has a new session: both directions start over, ours from seq 0 with what is unacknowledged."""
-        log.info("peer %s:%s has a new session: restarting the link", *peer.addr)
-        peer.retired.append(peer.remote)
-        peer.remote = session
-        peer.restarts += 1
-        peer.cancel_timers()
-        peer.expected = 0
-        peer.buffer.clear()
-        peer.ack_pending = 0
-        resend = [item for out in peer.unacked.values() for item in out.items]
-        peer.waiting.extendleft(reversed(resend))
-        peer.unacked.clear()
-        peer.unacked_msgs = peer.inflight_bytes = 0
-        peer.base = peer.next_seq = 0
-        peer.retries = 0
-        self._update_rto(peer)  # undo any backoff: the new incarnation is answering
-        if self._on_peer_restart is not None:
-            self._callback(self._on_peer_restart, peer.addr)
-        if self._peers.get(peer.addr) is peer:
-            self._pump(peer)
-
-    def _on_data(self, peer: _Peer, data: bytes) -> None:
-        if len(data) < _DATA_SIZE + 3:
-            return self._garbage(peer.addr, "short DATA")
-        seq = _unwrap(_U32.unpack_from(data, _HEAD_SIZE)[0], peer.expected)
-        if seq < peer.expected or seq in peer.buffer:
-            peer.duplicates += 1
-            return self._send_ack(peer)  # our ACK was lost: repeat it
-        if seq >= peer.expected + WINDOW:
-            return self._send_ack(peer)  # beyond what we buffer: the sender will resend
+    def _on_data(self, key: Address, epoch: int, first: int, data: bytes) -> None:
+        if len(data) < _BODY + 3:
+            return self._garbage(key, "short DATA")
+        peer = self._peers.get(key)
+        if peer is not None and epoch in peer.retired:
+            self.counters.stale += 1
+            return None
+        low = _U32.unpack_from(data, _HEAD_SIZE)[0]
+        new_stream = peer is None or epoch != peer.recv_epoch
+        if new_stream:
+            if not first:
+                # a stream we have no state for (we restarted, or forgot the peer): the sender must start over
+                self.counters.stale += 1
+                self.counters.resets_sent += 1
+                self._sendto(_HEAD.pack(MAGIC, VERSION << 4 | RESET, epoch), key)
+                return None
+            seq = low
+            if seq >= WINDOW:  # nothing acknowledged yet, so the sender's window starts at 0
+                return self._garbage(key, "first datagrams of a stream beyond the window")
+        else:
+            seq = _unwrap(low, peer.expected)
+            if seq < peer.expected or seq in peer.buffer:
+                peer.duplicates += 1
+                return self._send_ack(peer)  # our ACK was lost: repeat it
+            if seq >= peer.expected + WINDOW:
+                return self._send_ack(peer)  # beyond what we buffer: the sender will resend
         try:
             messages = self._unpack(data)
         except WireError as exc:  # not acknowledged: the sender retries, then hands the messages back
-            return self._garbage(peer.addr, exc.reason)
+            return self._garbage(key, exc.reason)
+        if new_stream:  # only now: a malformed datagram must not disturb the stream in progress
+            if peer is None:
+                peer = self._peer(key)
+            elif peer.recv_epoch:  # the peer started over (it restarted, or gave up on us and came back)
+                peer.retired.append(peer.recv_epoch)
+                peer.restarts += 1
+            peer.recv_epoch = epoch
+            peer.expected = 0
+            peer.buffer.clear()
+            peer.ack_pending = 0
         peer.buffer[seq] = messages
         if seq != peer.expected:
             return self._send_ack(peer)  # a hole: tell the sender at once
@@ -584,7 +594,7 @@ class PeerTransport:
     def _unpack(self, data: bytes) -> list[Any]:
         messages = []
         view = memoryview(data)
-        pos, end = _DATA_SIZE, len(data)
+        pos, end = _BODY, len(data)
         while pos < end:
             if pos + 2 > end:
                 raise WireError("truncated length")
@@ -611,19 +621,19 @@ class PeerTransport:
         sack = 0
         for seq in peer.buffer:
             sack |= 1 << (seq - peer.expected - 1)
-        data = _HEAD.pack(MAGIC, VERSION << 4 | ACK, peer.local, peer.remote) + _U32.pack(peer.expected & _SEQ_MASK)
+        data = _HEAD.pack(MAGIC, VERSION << 4 | ACK, peer.recv_epoch) + _U32.pack(peer.expected & _SEQ_MASK)
         if sack:
             data += _U64.pack(sack)
         self._sendto(data, peer.addr)
 
     def _on_ack(self, peer: _Peer, data: bytes) -> None:
         n = len(data)
-        if n not in (_DATA_SIZE, _DATA_SIZE + 8):
+        if n not in (_BODY, _BODY + 8):
             return self._garbage(peer.addr, "bad ACK length")
         cum = _unwrap(_U32.unpack_from(data, _HEAD_SIZE)[0], peer.base)
         if cum > peer.next_seq:
             return self._garbage(peer.addr, "ACK of a datagram never sent")
-        sack = _U64.unpack_from(data, _DATA_SIZE)[0] if n > _DATA_SIZE else 0
+        sack = _U64.unpack_from(data, _BODY)[0] if n > _BODY else 0
         now = self.loop.time()
         sample = None
         progress = advanced = False

@@ -3,13 +3,14 @@ kademlia node sharing the transport's port."""
 
 import asyncio
 import random
+import struct
 
 import pytest
 from kademlia.network import Server
 from kademlia.protocol import KademliaProtocol
 
 from overlays.messages import LinkSample
-from p2pubsub.node.transport import MAGIC, PeerTransport, TransportConfig
+from p2pubsub.node.transport import FIRST, MAGIC, PeerTransport, TransportConfig, _unwrap
 from p2pubsub.node.wire import MAX_MESSAGE, encode
 from p2pubsub.sim import SimNetwork, VirtualTimeLoop
 from p2pubsub.sim.kademlia_nodes import node_id
@@ -179,7 +180,7 @@ def test_a_crashed_host_gets_every_unacknowledged_message_handed_back(vloop):
 
 
 def test_a_receiver_that_restarts_gets_the_rest_in_order(vloop):
-    """A new transport on the crashed host's address: RESET makes the sender start over with the new session."""
+    """A new transport on the receiver's address: RESET makes the sender start its stream over."""
     config = TransportConfig(initial_rto=0.2, max_retries=8)
     net = SimNetwork(vloop, latency=jitter(2), loss=0.1, seed=2)
     a, b = (Node(vloop, net, h, seed=2, config=config) for h in net.add_hosts(2))
@@ -189,12 +190,10 @@ def test_a_receiver_that_restarts_gets_the_rest_in_order(vloop):
     vloop.run_until(5.0)
     assert b.received[a.addr] == first and a.peers.stats(b.addr).queue_length == 0
 
-    restarted: list = []
     b.peers.close()  # b's process dies; a new one binds the same port
     b.peers = PeerTransport(
-        on_message=b._on_message, on_undeliverable=lambda *x: None, clock=vloop, rng=random.Random("b2"),
-        on_peer_restart=restarted.append,
-    )  # fmt: skip
+        on_message=b._on_message, on_undeliverable=lambda *x: None, clock=vloop, rng=random.Random("b2")
+    )
     endpoint = net.endpoints(b.host)[0]
     endpoint.get_protocol().peers = b.peers
     b.peers.attach(endpoint)
@@ -209,7 +208,7 @@ def test_a_receiver_that_restarts_gets_the_rest_in_order(vloop):
     vloop.run_until(30.0)
     assert b.received[a.addr] == second
     assert a.received[b.addr] == reply
-    assert a.peers.stats(b.addr).restarts == 1
+    assert a.peers.stats(b.addr).restarts == 1  # ours refused (RESET), started over; b's is its first to a
     assert a.undeliverable == []
     assert b.peers.counters.resets_sent >= 1
 
@@ -265,6 +264,84 @@ def test_large_messages_and_packing_under_loss(vloop):
     assert len(encode(sent[0])) == MAX_MESSAGE
     assert b.received[a.addr] == sent
     assert a.undeliverable == []
+
+
+def test_forget_hands_back_and_both_streams_start_over(vloop):
+    net = SimNetwork(vloop, latency=jitter(6), loss=0.1, seed=6)
+    a, b = (Node(vloop, net, h, seed=6) for h in net.add_hosts(2))
+    to_b = [msg(a.host, i) for i in range(200)]
+    to_a = [msg(b.host, i) for i in range(200)]
+    for i in range(100):
+        a.peers.send(b.addr, to_b[i])
+        b.peers.send(a.addr, to_a[i])
+    vloop.run_until(0.2)  # mid-flight
+    returned = a.peers.forget(b.addr)
+    assert returned == to_b[100 - len(returned) : 100] and returned  # what was not acknowledged, in order
+    assert a.peers.stats(b.addr).sent_total == 0  # no state left
+    for i in range(100, 200):
+        a.peers.send(b.addr, to_b[i])
+        b.peers.send(a.addr, to_a[i])
+    vloop.run_until(30.0)
+    # a's old stream: a prefix arrived, the rest was handed back (some of it may have arrived: lost ACKs); then
+    # a's new stream, complete
+    got_b = b.received[a.addr]
+    k = len(got_b) - 100
+    assert got_b == to_b[:k] + to_b[100:] and 100 - len(returned) <= k <= 100
+    # b's stream was refused by the forgetful a (RESET) and started over from its first unacknowledged message:
+    # all of it arrives, in order, with at most a repeat of what a had delivered but not yet acknowledged
+    versions = [m.version for m in a.received[b.addr]]
+    k = next((i for i in range(1, len(versions)) if versions[i] <= versions[i - 1]), len(versions))
+    assert versions[:k] == list(range(k))
+    assert versions[k:] == list(range(versions[k], 200)) if k < len(versions) else k == 200
+    assert a.undeliverable == [] and b.undeliverable == []
+    assert b.peers.stats(a.addr).restarts == 2  # a's new stream, and b's own started over
+
+
+def test_stragglers_and_junk_do_not_disturb_a_stream(vloop):
+    net = SimNetwork(vloop, latency=0.01)
+    a, b = (Node(vloop, net, h, seed=8) for h in net.add_hosts(2))
+    a.peers.send(b.addr, msg(a.host, 0))
+    vloop.run_until(1.0)
+    epoch = b.peers._peers[a.addr].recv_epoch
+    head = struct.Struct("!BBI")
+    frame = encode(msg(a.host, 99))
+    data = struct.pack("!IH", 0, len(frame)) + frame
+    for junk in (
+        head.pack(MAGIC, 0x10 | FIRST | 1, epoch ^ 1) + struct.pack("!IH", 0, 2) + b"\x01\x80",  # bad frame, new epoch
+        head.pack(MAGIC, 0x10 | FIRST | 1, epoch ^ 2) + struct.pack("!IH", 70, len(frame)) + frame,  # beyond window
+        head.pack(MAGIC, 0x10 | 2, epoch ^ 3) + struct.pack("!I", 5),  # ACK of a stream b never had
+        head.pack(MAGIC, 0x10 | 1, epoch ^ 4) + data,  # DATA of a stream b does not know, without FIRST: RESET
+    ):
+        assert b.peers.datagram_received(junk, a.addr) is True
+    for i in range(1, 20):
+        a.peers.send(b.addr, msg(a.host, i))
+    vloop.run_until(2.0)
+    assert b.received[a.addr] == [msg(a.host, i) for i in range(20)]
+    assert b.peers._peers[a.addr].recv_epoch == epoch
+    assert b.peers.stats(a.addr).restarts == 0 and a.peers.stats(b.addr).restarts == 0
+    assert b.peers.counters.garbage == 2 and b.peers.counters.resets_sent == 1
+
+    b.peers._peers[a.addr].retired.append(epoch ^ 5)  # a straggler of a past stream is ignored, FIRST or not
+    stale = b.peers.counters.stale
+    b.peers.datagram_received(head.pack(MAGIC, 0x10 | FIRST | 1, epoch ^ 5) + data, a.addr)
+    assert b.peers.counters.stale == stale + 1 and b.peers._peers[a.addr].recv_epoch == epoch
+
+
+def test_sequence_numbers_wrap_around(vloop):
+    net = SimNetwork(vloop, latency=jitter(10), loss=0.2, seed=10)
+    a, b = (Node(vloop, net, h, seed=10) for h in net.add_hosts(2))
+    a.peers.send(b.addr, msg(a.host, 0))
+    vloop.run_until(5.0)
+    start = (1 << 32) - 30  # jump both ends of the stream close to 2**32
+    sender, receiver = a.peers._peers[b.addr], b.peers._peers[a.addr]
+    sender.base = sender.next_seq = receiver.expected = start
+    sent = [msg(a.host, i) for i in range(1, 300)]
+    for m in sent:
+        a.peers.send(b.addr, m)
+    vloop.run_until(60.0)
+    assert b.received[a.addr][1:] == sent
+    assert sender.base == sender.next_seq > 1 << 32
+    assert _unwrap(5, (1 << 32) - 3) == (1 << 32) + 5 and _unwrap((1 << 32) - 2, 3) == -2
 
 
 # -- a kademlia node and the transport on one port ---------------------------------------------------------------
