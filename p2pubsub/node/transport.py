@@ -11,13 +11,14 @@ every datagram whose first byte is `MAGIC` and gives the rest to kademlia (rpcud
         if not self.peers.datagram_received(data, addr):
             super().datagram_received(data, addr)
 
-What it guarantees, per peer address: messages are delivered exactly once and in the order they were sent, or,
-after ``max_retries`` timeouts without progress, every message still queued or unacknowledged is handed back
-through ``on_undeliverable(addr, messages)`` (the peer may have received some of them: their acknowledgement is
-what went missing). ``send`` raises `MessageTooLarge` (or `WireError`) at once for a message that cannot travel.
-Nothing is dropped without one of these.
+What it guarantees, per peer address: messages are delivered in the order they were sent, exactly once while
+both ends keep their state (across a restart of either, what was not acknowledged is sent again: it may arrive
+twice, never out of order). Or, after ``max_retries`` resends without progress, every message still queued or
+unacknowledged is handed back through ``on_undeliverable(addr, messages)`` (the peer may have received some of
+them: their acknowledgement is what went missing). ``send`` raises `MessageTooLarge` (or `WireError`) at once for
+a message that cannot travel. Nothing is dropped without one of these.
 
-How: per-peer sequence numbers; the receiver buffers out-of-order datagrams (at most `WINDOW` ahead), drops
+How: sequence numbers per stream (below); the receiver buffers out-of-order datagrams (at most `WINDOW` ahead), drops
 duplicates and sends cumulative ACKs with a selective-ACK bitmap; the sender keeps at most ``window`` datagrams
 (and about ``window_bytes``) unacknowledged, packs queued small messages into one datagram, retransmits on a
 timeout computed from an RTT estimate (Jacobson/Karels, RFC 6298, plus the peer's ACK delay as in QUIC; Karn's
@@ -108,7 +109,9 @@ class TransportConfig:
     initial_rto: float = 0.5  # before any RTT sample
     min_rto: float = 0.05
     max_rto: float = 3.0
-    max_retries: int = 6  # timeouts in a row without progress before the peer is declared unreachable
+    # retransmission rounds in a row without progress; the timeout after the last declares the peer unreachable
+    # (with the defaults: ~6 s once the RTT is known to be short, ~15 s before any RTT sample)
+    max_retries: int = 6
     ack_every: int = 4  # in-order datagrams acknowledged together ...
     ack_delay: float = 0.01  # ... or after this long; anything out of order is acknowledged at once
     dupack_threshold: int = 3  # ACKs showing a hole before the missing datagram is resent early
