@@ -2,4 +2,9 @@
 
 - `wire`: the one wire format of peer messages (cbor2): registry of message classes, versioned, size-bounded.
 - `transport`: `PeerTransport`, reliable FIFO delivery of peer messages over the DHT's UDP socket.
+- `dht`: the kademlia library extended by subclassing (shared socket, tolerant failure detection, no value store).
+- `neighbourhood`: which node is responsible for a key, next hops, the resolution cache.
+- `messages`: node-level messages (routing envelopes, multicast, joins, hand-offs, schema store).
+- `schemas`: the schema store of the node responsible for a schema's key.
+- `runtime`: `Node`, the pub/sub core driven by asyncio over all of the above.
 """

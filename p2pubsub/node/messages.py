@@ -10,6 +10,7 @@ from typing import Any
 from ..tree.messages import PubEvent
 from ..tree.space import Space, Target
 from ..tree.treeid import TreeId
+from .wire import register
 
 Host = Hashable  # (node_id: bytes, ip: str, port: int)
 
@@ -73,6 +74,13 @@ class JoinReply:
 
 
 @dataclass(frozen=True, slots=True)
+class Goodbye:
+    """``host`` is leaving: route nothing more through it. Sent before its hand-offs (the transport is FIFO)."""
+
+    host: Host
+
+
+@dataclass(frozen=True, slots=True)
 class SchemaPut:
     """Create a schema (compare-and-set at the node responsible for its key): created, identical or conflict."""
 
@@ -115,4 +123,9 @@ NODE_MESSAGES = {
     SchemaGet: 31,
     SchemaReply: 32,
     SchemaHandoff: 33,
+    Goodbye: 34,
 }
+
+for _cls, _tag in NODE_MESSAGES.items():
+    register(_cls, _tag)
+del _cls, _tag

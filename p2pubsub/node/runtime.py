@@ -41,6 +41,7 @@ from .config import NodeConfig
 from .dht import Contact, DhtServer, contact_tuple, new_node_id
 from .keys import schema_key, tree_key
 from .messages import (
+    Goodbye,
     JoinReply,
     JoinRequest,
     Probe,
@@ -186,6 +187,8 @@ class Node:
             self._tick.cancel()
         if graceful and self.core is not None and self.hood.contacts:
             self.hood.leaving = True
+            for c in self.hood.contacts:  # first, so that nobody routes our hand-offs back to us
+                self._send(c, Goodbye(self.host))
             self._handoff()
             await self._drained(self.config.join_timeout)
         if self.peers is not None:
@@ -332,6 +335,8 @@ class Node:
             self._execute(self.core.handle(msg, self._now()))
         elif isinstance(msg, Resolved):
             self.hood.learn(msg.key, msg.host)
+        elif isinstance(msg, Goodbye):
+            self._forget(tuple(msg.host))
         elif isinstance(msg, JoinRequest):
             self._on_join_request(msg)
         elif isinstance(msg, JoinReply):
@@ -453,11 +458,8 @@ class Node:
     def _on_undeliverable(self, addr, messages: list) -> None:
         """A peer stopped answering: forget it, and send what it did not acknowledge to whoever is now
         responsible (tree and schema messages); notifications for a home that is gone are counted, not kept."""
-        gone = [c for c in self.hood.contacts if (c[1], c[2]) == tuple(addr)]
-        for c in gone:
-            self.dht.protocol.contact_failed(*c)
-            self.hood.forget_host(c)
-        self._sync()
+        for c in [c for c in self.hood.contacts if (c[1], c[2]) == tuple(addr)]:
+            self._forget(c)
         for m in messages:
             if isinstance(m, Routed):
                 self.hood.forget_key(m.key)
@@ -468,6 +470,12 @@ class Node:
             else:
                 self.counters[f"undeliverable_{type(m).__name__}"] += 1
         self._pump()
+
+    def _forget(self, host: Host) -> None:
+        """``host`` is gone: out of the routing table and the resolution cache."""
+        self.dht.protocol.contact_failed(*host)
+        self.hood.forget_host(host)
+        self._sync()
 
     def _on_contact(self, contact: Contact) -> None:
         """kademlia learned a new node: it may now be responsible for keys we hold."""

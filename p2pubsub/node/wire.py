@@ -46,6 +46,7 @@ import cbor2
 
 from ..model import Range, StringEq, StringPrefix, Subscription
 from ..tree.messages import (
+    AdoptNode,
     EventDelivery,
     InsertSub,
     LeafUpdate,
@@ -754,6 +755,7 @@ for _cls, _tag in (
     (Unsubscribed, 7),
     (ProbePub, 8),
     (EventDelivery, 9),
+    (AdoptNode, 13),  # the tree messages' 1-9 are taken; 13 is free and still one CBOR byte
 ):
     register(_cls, _tag)
 REGISTRY.check()
