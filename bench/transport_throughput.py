@@ -54,7 +54,7 @@ def typical_messages() -> dict[str, object]:
     node = TreeId(price.root, "0110100")
     return {
         "LeafUpdate": LeafUpdate(node, "0110100"),
-        "ProbePub": ProbePub(node, price, "0110", probe_target(price, 63.3, config), pub),
+        "ProbePub": ProbePub(node, price, "0110", probe_target(price, 63.3), pub),
         "TransferSub x64": TransferSub(node, space, tuple(entries) * 64, (), 0, 1),
     }
 

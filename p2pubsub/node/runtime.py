@@ -54,6 +54,7 @@ from .messages import (
     SchemaReply,
 )
 from .neighbourhood import Neighbourhood
+from .observer import NULL_OBSERVER, Observer
 from .schemas import SchemaStore
 from .transport import PeerTransport
 
@@ -87,11 +88,16 @@ class Node:
         rng: random.Random | None = None,
         node_id: bytes | None = None,
         on_deliver: Callable[[str, PubEvent], None] | None = None,
+        observer: Observer = NULL_OBSERVER,
+        wall_clock: Callable[[], float] | None = None,
     ) -> None:
         self.config = config or NodeConfig()
         self.rng = rng or random.Random()
         self.id = node_id or new_node_id(self.rng)
         self.on_deliver = on_deliver or (lambda sub_id, event: None)
+        self.observer = observer
+        self._wall = wall_clock  # what ``published_at`` reads (default: the loop's clock)
+        self._cause: int | None = None  # trace id of the message whose consequences are being handled
         self.host: Host | None = None
         self.ready = False
         self.counters: Counter = Counter()
@@ -150,7 +156,7 @@ class Node:
         handoffs = (AdoptNode, SchemaHandoff)
         parked, self._parked = self._parked, []
         for item in sorted(parked, key=lambda p: not isinstance(p[1], handoffs)):
-            self._inbox.append(("routed", item))
+            self._inbox.append(("routed", item, None))
         self._pump()
         self._tick = loop.call_later(self.config.tick_interval, self._on_tick)
         log.info("node %s ready on %s:%d (udp), %d contacts", self.id.hex()[:12], ip, port, len(self.hood.contacts))
@@ -248,6 +254,8 @@ class Node:
         loop = asyncio.get_running_loop()
         sub_id, actions = self.core.subscribe(schema, sub, loop.time())
         fut = self._installs[sub_id] = loop.create_future()
+        self.observer.subscribed(self, sub_id, loop.time())
+        self._cause = None
         self._execute(actions)
         try:
             await asyncio.wait_for(asyncio.shield(fut), self.config.install_timeout)
@@ -276,8 +284,12 @@ class Node:
     async def publish(self, schema_name: str, attributes: Any) -> str:
         self._require_ready()
         schema, event = await self._schema(schema_name, attributes, parse_event)
-        pub, actions = self.core.publish(schema, event, asyncio.get_running_loop().time())
+        now = asyncio.get_running_loop().time()
+        published_at = self._wall() if self._wall is not None else now
+        pub, actions = self.core.publish(schema, event, now, published_at=published_at)
         self.counters["published"] += 1
+        self.observer.published(self, pub.event_id, now)
+        self._cause = None
         self._execute(actions)
         return pub.event_id
 
@@ -289,6 +301,7 @@ class Node:
         self._req += 1
         req = self._req
         fut = self._requests[req] = asyncio.get_running_loop().create_future()
+        self._cause = None
         self._route(key, make(req), self.host, 0, forwarded=False)
         self._pump()
         try:
@@ -301,7 +314,7 @@ class Node:
     # --- inbound ---
 
     def _on_peer_message(self, addr, msg) -> None:
-        self._inbox.append(("peer", msg))
+        self._inbox.append(("peer", msg, self.observer.received(self, addr, msg)))
         self._pump()
 
     def _pump(self) -> None:
@@ -311,7 +324,7 @@ class Node:
         self._pumping = True
         try:
             while self._inbox:
-                kind, item = self._inbox.popleft()
+                kind, item, self._cause = self._inbox.popleft()
                 try:
                     if kind == "peer":
                         self._dispatch(item)
@@ -364,7 +377,7 @@ class Node:
         (False when it starts here, or comes back to us undelivered)."""
         self._sync()
         if self.hood.responsible(key):
-            self._inbox.append(("routed", (key, msg, origin, hops)))
+            self._inbox.append(("routed", (key, msg, origin, hops), self._cause))
             return
         if hops >= self.config.max_hops:
             self.counters["dropped_max_hops"] += 1
@@ -409,7 +422,7 @@ class Node:
         for key, p in probes:
             if self.hood.responsible(key):
                 msg = ProbePub(p.target, p.space, p.scope, p.probe, event, p.known)
-                self._inbox.append(("routed", (key, msg, origin, hops)))
+                self._inbox.append(("routed", (key, msg, origin, hops), self._cause))
             else:
                 groups[self.hood.next_hop(key)].append(p)
         for nxt, group in groups.items():
@@ -417,7 +430,8 @@ class Node:
 
     def _send(self, to: Host, msg) -> None:
         self.counters["sent"] += 1
-        self.peers.send((to[1], to[2]), msg)
+        nbytes = self.peers.send((to[1], to[2]), msg)
+        self.observer.sent(self, to, msg, nbytes, self._cause)
 
     def _execute(self, actions) -> None:
         """Carry out the core's actions."""
@@ -432,13 +446,15 @@ class Node:
                     self._route(tree_key(a.to), a.msg, self.host, 0, forwarded=False)
             elif isinstance(a, SendHost):
                 if a.to == self.host:
-                    self._inbox.append(("home", a.msg))
+                    self._inbox.append(("home", a.msg, self._cause))
                 else:
                     self._send(a.to, a.msg)
             elif isinstance(a, Deliver):
                 self.counters["delivered"] += 1
+                self.observer.delivered(self, a.sub_id, a.event, self._now(), self._cause)
                 self.on_deliver(a.sub_id, a.event)
             elif isinstance(a, Ready):
+                self.observer.installed(self, a.sub_id, self._now(), self._cause)
                 fut = self._installs.get(a.sub_id)
                 if fut is not None and not fut.done():
                     fut.set_result(a.version)

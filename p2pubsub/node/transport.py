@@ -361,8 +361,8 @@ class PeerTransport:
 
     # -- sending -----------------------------------------------------------------------------------------------
 
-    def send(self, addr: Address, message: Any) -> None:
-        """Queue ``message`` for ``addr`` behind everything sent to it before.
+    def send(self, addr: Address, message: Any) -> int:
+        """Queue ``message`` for ``addr`` behind everything sent to it before; returns its encoded size.
 
         Raises `MessageTooLarge` or `WireError` if it cannot be encoded, `TransportClosed` after `close`.
         """
@@ -374,6 +374,7 @@ class PeerTransport:
         peer.sent_total += 1
         self._count(peer, 0, 1)
         self._pump(peer)
+        return len(frame)
 
     def _peer(self, key: Address) -> _Peer:
         peer = self._peers.get(key)

@@ -41,8 +41,10 @@ class PubSubCore:
     def unsubscribe(self, sub_id: str, now: float) -> list[Action]:
         return self.home.unsubscribe(sub_id, now)
 
-    def publish(self, schema: Schema, event: Event, now: float, event_id: str | None = None) -> tuple[PubEvent, list]:
-        return self.home.publish(schema, event, now, event_id)
+    def publish(
+        self, schema: Schema, event: Event, now: float, event_id: str | None = None, published_at: float | None = None
+    ) -> tuple[PubEvent, list]:
+        return self.home.publish(schema, event, now, event_id, published_at)
 
     def tick(self, now: float) -> list[Action]:
         self.home.tick(now)

@@ -172,10 +172,14 @@ class Home:
 
     # --- events ---
 
-    def publish(self, schema: Schema, event: Event, now: float, event_id: str | None = None) -> tuple[PubEvent, list]:
+    def publish(
+        self, schema: Schema, event: Event, now: float, event_id: str | None = None, published_at: float | None = None
+    ) -> tuple[PubEvent, list]:
         """RndRegionProbe in every attribute tree a matching subscription can live in (§3.4.1): the event's own
-        attributes, and under match semantics also the omitted ones, whose whole space is searched."""
-        pub = PubEvent(event_id or self.new_id(), schema.name, event.values, schema.absent, now, self.host)
+        attributes, and under match semantics also the omitted ones, whose whole space is searched.
+        ``published_at`` is the time stamp the event carries (a wall clock; default ``now``)."""
+        stamp = now if published_at is None else published_at
+        pub = PubEvent(event_id or self.new_id(), schema.name, event.values, schema.absent, stamp, self.host)
         names = schema.names if schema.absent is Absent.MATCH else tuple(event.values)
         out: list[Action] = []
         for name in names:

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from p2pubsub.model import Absent, Schema, parse_event, parse_filter
 from p2pubsub.node import wire
+from p2pubsub.node.messages import JoinReply, JoinRequest, Probe, ProbePubMulticast, Routed
 from p2pubsub.node.wire import MAX_MESSAGE, WIRE_VERSION, MessageTooLarge, Registry, WireError
 from p2pubsub.tree import (
     EventDelivery,
@@ -34,6 +35,7 @@ from p2pubsub.tree import (
     Unsubscribe,
     Unsubscribed,
 )
+from p2pubsub.tree.messages import AdoptNode
 from p2pubsub.tree.pieces import make_entries, probe_target, space_of
 
 SCHEMAS = [
@@ -131,15 +133,34 @@ def probe_pubs(draw):
     space = space_of(schema, "price", CONFIG)
     value = draw(st.one_of(st.none(), VALUES["price"]))
     return ProbePub(
-        draw(tree_ids), space, draw(paths), probe_target(space, value, CONFIG), draw(events()), draw(st.booleans())
+        draw(tree_ids), space, draw(paths), probe_target(space, value), draw(events()), draw(st.booleans())
     )
 
 
 @st.composite
 def messages(draw):
     kind = draw(
-        st.sampled_from(["probesub", "insert", "installed", "transfer", "leaf", "unsub", "unsubbed", "pub", "deliver"])
+        st.sampled_from(
+            ["probesub", "insert", "installed", "transfer", "leaf", "unsub", "unsubbed", "pub", "deliver", "adopt",
+             "routed", "multicast", "join"]
+        )
     )
+    if kind == "adopt":
+        space, made = draw(entries())
+        leaf = draw(st.booleans())
+        inner = tuple(draw(st.lists(paths, max_size=5)))
+        seen = tuple(draw(st.lists(st.tuples(ids, floats), max_size=3)))
+        return AdoptNode(draw(tree_ids), space, 0, 1, leaf, tuple(made) if leaf else (), () if leaf else inner, seen)
+    if kind == "routed":
+        key = draw(st.binary(min_size=20, max_size=20))
+        return Routed(key, draw(probe_pubs()), draw(hosts), draw(st.integers(0, 40)))
+    if kind == "multicast":
+        probes = tuple(
+            Probe(p.target, p.space, p.scope, p.probe, p.known) for p in draw(st.lists(probe_pubs(), max_size=4))
+        )
+        return ProbePubMulticast(draw(events()), probes, draw(hosts), draw(st.integers(0, 40)))
+    if kind == "join":
+        return draw(st.sampled_from([JoinRequest(draw(hosts)), JoinReply(draw(hosts), draw(st.integers(0, 99)))]))
     if kind in ("probesub", "insert"):
         space, made = draw(entries())
         cls = ProbeSub if kind == "probesub" else InsertSub
@@ -203,7 +224,9 @@ def test_every_tree_message_class_is_registered_and_the_tags_are_the_documented_
         "ProbeSub", "InsertSub", "SubInstalled", "TransferSub", "LeafUpdate",
         "Unsubscribe", "Unsubscribed", "ProbePub", "EventDelivery",
     ]  # fmt: skip
-    assert all(t < 24 for t in classes)  # one CBOR byte each
+    assert classes[13] is AdoptNode
+    assert all(t < 24 for t, c in classes.items() if c.__module__.startswith("p2pubsub.tree"))  # one CBOR byte
+    assert all(24 <= t < 64 for t, c in classes.items() if c.__module__ == "p2pubsub.node.messages")
 
 
 def test_tuples_stay_tuples_and_values_keep_their_types():
@@ -259,7 +282,7 @@ def test_encoded_sizes_of_typical_messages(capsys):
     price = space_of(schema, "price", CONFIG)
     node = TreeId(price.root, "0110100")
     table = {
-        "ProbePub (4-attribute event)": ProbePub(node, price, "0110", probe_target(price, 63.3, CONFIG), pub),
+        "ProbePub (4-attribute event)": ProbePub(node, price, "0110", probe_target(price, 63.3), pub),
         "ProbeSub (2 constraints)": ProbeSub(TreeId(space.root, "0110"), space, made[0]),
         "EventDelivery (2 subscriptions)": EventDelivery(pub, (("5b7e0d4c1a2f9e83", 1), ("77aa0d4c1a2f9e84", 3))),
         "SubInstalled": SubInstalled("5b7e0d4c1a2f9e83", 1, 0, node),
