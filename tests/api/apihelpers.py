@@ -1,0 +1,68 @@
+"""Helpers for the API tests (imported by name: the tests folders are not packages)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import cbor2
+from aiohttp import web
+from aiohttp.test_utils import TestClient
+
+QUOTES = {
+    "attributes": {
+        "price": {"type": "float", "min": 0, "max": 1000},
+        "sym": {"type": "string"},
+        "volume": {"type": "int", "min": 0, "max": 1_000_000},
+    }
+}
+SENSORS = {"absent": "match", "attributes": {"temp": {"type": "float", "min": -50, "max": 50}}}
+
+
+@dataclass
+class Node:
+    host: int
+    registry: object
+    service: object
+    app: web.Application
+    client: TestClient
+
+    @property
+    def api(self):
+        from p2pubsub.api.app import API
+
+        return self.app[API]
+
+
+async def body_of(resp) -> object:
+    raw = await resp.read()
+    if resp.content_type == "application/cbor":
+        return cbor2.loads(raw)
+    return json.loads(raw) if raw else None
+
+
+async def until(predicate: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
+    """Wait for ``predicate`` with a deadline, yielding to the loop (for states no event announces)."""
+    async with asyncio.timeout(timeout):
+        while not predicate():
+            await asyncio.sleep(0.001)
+    assert predicate(), what
+
+
+class Collector:
+    """Things arriving from other tasks (SSE readers, webhook posts), with a condition to wait on."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, list] = {}
+        self.changed = asyncio.Condition()
+
+    async def add(self, key: str, values: list) -> None:
+        async with self.changed:
+            self.items.setdefault(key, []).extend(values)
+            self.changed.notify_all()
+
+    async def wait_for(self, predicate: Callable[[], bool], timeout: float = 20.0) -> None:
+        async with asyncio.timeout(timeout), self.changed:
+            await self.changed.wait_for(predicate)
