@@ -303,9 +303,13 @@ class Client(_Endpoints):
                 conn.request(call.method, url, body=payload, headers=headers)
                 response = conn.getresponse()
                 raw = response.read()
-            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            except TimeoutError:
                 self.close()
-                # a kept-alive connection the server had closed: retry once, unless that could repeat a POST
+                raise
+            except (http.client.HTTPException, OSError):
+                self.close()
+                # most likely a kept-alive connection the server had closed: retry once on a new one, unless that
+                # could repeat a POST the node may have acted on
                 if attempt == 0 and call.method != "POST":
                     continue
                 raise

@@ -55,7 +55,6 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
     "empty_range": (400, "predicates on one attribute that admit no value"),
     "out_of_domain": (400, "a value outside its attribute's [min, max]"),
     "too_long": (400, "a string value over 1024 bytes"),
-    "invalid_event": (400, "event attributes that are not an object"),
     "empty_event": (400, "an event without attributes"),
     "invalid_deliver_to": (400, "deliver_to is not an absolute http(s) URL"),
     "invalid_cursor": (400, "after / Last-Event-ID is not a cursor of this subscription"),

@@ -183,7 +183,7 @@ def _accepts(header: str) -> dict[str, float]:
 def response_format(request: web.Request) -> str:
     """CBOR when the Accept header prefers it, or when it does not say and the request body was CBOR."""
     header = request.headers.get("Accept", "")
-    if "cbor" not in header:
+    if "cbor" not in header and "json" not in header:  # the common case, cheaply: no preference stated
         return CBOR if request.headers.get("Content-Type", "").split(";")[0].strip().lower() == CBOR else JSON
     accepts = _accepts(header)
     cbor_q = accepts.get(CBOR, 0.0)

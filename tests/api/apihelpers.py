@@ -66,3 +66,48 @@ class Collector:
     async def wait_for(self, predicate: Callable[[], bool], timeout: float = 20.0) -> None:
         async with asyncio.timeout(timeout), self.changed:
             await self.changed.wait_for(predicate)
+
+
+class ServerThread:
+    """A node's API on a real loopback socket (port 0), served by an event loop in a background thread, for the
+    synchronous client and for fuzzing from plain (non-async) tests."""
+
+    def __init__(self, hosts: int = 8, seed: int = 0, **options) -> None:
+        import threading
+
+        self.hosts, self.seed, self.options = hosts, seed, options
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="api-server", daemon=True)
+        self.url = ""
+
+    def call(self, coro, timeout: float = 30.0):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def __enter__(self) -> ServerThread:
+        self.thread.start()
+        self.call(self._start())
+        return self
+
+    async def _start(self) -> None:
+        import random
+
+        from p2pubsub.api import LocalCluster, SubscriptionRegistry, make_app, start_api
+
+        self.cluster = LocalCluster(self.hosts, seed=self.seed)
+        self.registry = SubscriptionRegistry(rng=random.Random(self.seed))
+        self.service = self.cluster.service(0, self.registry)
+        self.app = make_app(self.service, self.registry, **self.options)
+        self.server = await start_api(self.app, "127.0.0.1", 0)
+        self.url = self.server.url
+
+    async def _stop(self) -> None:
+        await self.server.close()
+        await self.registry.aclose()
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.call(self._stop())
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(10)
+            self.loop.close()
