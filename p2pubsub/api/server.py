@@ -18,7 +18,8 @@ from .app import HTTP_ADDRESSES
 class ApiServer:
     runner: web.AppRunner
     host: str
-    port: int
+    port: int  # the bound port (the first socket's, when the host resolved to several)
+    addresses: list[str]  # every bound "host:port"
 
     @property
     def url(self) -> str:
@@ -47,10 +48,10 @@ async def start_api(
     except BaseException:
         await runner.cleanup()
         raise
-    addresses = runner.addresses
-    bound = addresses[0][1]
-    app[HTTP_ADDRESSES].extend(f"{a[0]}:{a[1]}" if ":" not in a[0] else f"[{a[0]}]:{a[1]}" for a in addresses)
-    return ApiServer(runner, host, bound)
+    addresses = [f"{a[0]}:{a[1]}" if ":" not in a[0] else f"[{a[0]}]:{a[1]}" for a in runner.addresses]
+    if HTTP_ADDRESSES in app:  # shown by GET /v1/node
+        app[HTTP_ADDRESSES].extend(addresses)
+    return ApiServer(runner, host, runner.addresses[0][1], addresses)
 
 
 __all__ = ["ApiServer", "start_api"]
