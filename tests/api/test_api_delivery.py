@@ -316,3 +316,16 @@ async def test_payloads_in_cbor_carry_the_same_stream(make_nodes):
     resp = await c.get(f"/v1/subscriptions/{sub['id']}/events", headers={"Accept": "application/cbor"})
     page = await body_of(resp)
     assert page["events"][0]["attributes"] == {"sym": "ABC", "volume": 7}
+
+
+async def test_a_client_that_leaves_an_sse_stream_is_noticed(make_nodes):
+    (node,) = await make_nodes(1, sse_keepalive=0.01)
+    c = node.client
+    await c.put("/v1/schemas/quotes", json=QUOTES)
+    sub = await (await c.post("/v1/subscriptions", json={"schema": "quotes", "filter": {"price": {"ge": 0}}})).json()
+    resp = await c.get(f"/v1/subscriptions/{sub['id']}/events", headers={"Accept": "text/event-stream"})
+    assert (await resp.content.readline()).startswith(b"retry:")
+    await until(lambda: node.api.metrics.streams == 1)
+    resp.close()  # the client goes away; the next keep-alive finds the connection gone
+    await until(lambda: node.api.metrics.streams == 0, what="the stream handler ended")
+    assert (await c.post("/v1/events", json={"schema": "quotes", "attributes": {"price": 1}})).status == 202

@@ -121,3 +121,10 @@ async def test_runner_binds_port_zero_and_stops_with_streams_open():
     finally:
         await server.close()
         await registry.aclose()
+
+
+def test_local_service_implements_the_protocol():
+    from p2pubsub.api import NodeService
+
+    cluster = LocalCluster(2)
+    assert isinstance(cluster.service(0, SubscriptionRegistry()), NodeService)
