@@ -209,6 +209,8 @@ class WebhookWorker:
 
     def start(self) -> None:
         self.task = asyncio.get_running_loop().create_task(self.run(), name=f"webhook {self.buffer.sub_id}")
+        self.registry._tasks.add(self.task)
+        self.task.add_done_callback(self.registry._tasks.discard)
 
     async def run(self) -> None:
         policy = self.registry.policy
@@ -304,6 +306,7 @@ class SubscriptionRegistry:
         self.counters: Counter[str] = Counter()
         self.stopping = False
         self._session: Any = None
+        self._tasks: set[asyncio.Task] = set()  # webhook workers, also those of closed subscriptions still posting
 
     def open(self, sub_id: str, deliver_to: str | None = None) -> SubscriptionBuffer:
         buf = self.buffers.get(sub_id)
@@ -354,7 +357,7 @@ class SubscriptionRegistry:
     async def aclose(self) -> None:
         """Stop everything: streams, webhook workers, the HTTP session webhooks use."""
         self.stop_streams()
-        tasks = [b.webhook.task for b in self.buffers.values() if b.webhook is not None and b.webhook.task]
+        tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
         for task in tasks:
