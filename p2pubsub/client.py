@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import select
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -266,6 +267,17 @@ class EventStream(_StreamState):
         self.close()
 
 
+def _dropped(conn: http.client.HTTPConnection) -> bool:
+    """An idle connection is readable only when the peer closed it (or sent what nobody asked for)."""
+    sock = conn.sock
+    if sock is None:
+        return False
+    try:
+        return bool(select.select([sock], [], [], 0)[0])
+    except (OSError, ValueError):
+        return True
+
+
 class Client(_Endpoints):
     """Synchronous client over one keep-alive ``http.client`` connection (not thread-safe)."""
 
@@ -293,6 +305,8 @@ class Client(_Endpoints):
         url = self._url(call.path, call.params)
         timeout = self.timeout + call.timeout_extra
         for attempt in (0, 1):
+            if self._conn is not None and _dropped(self._conn):
+                self.close()  # the node closed the idle kept-alive connection: do not send on it
             if self._conn is None:
                 self._conn = self._connect(timeout)
             conn = self._conn

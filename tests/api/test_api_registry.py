@@ -163,7 +163,7 @@ def test_a_webhook_that_stays_down_keeps_the_newest_and_reports_drops():
 def test_unsubscribing_stops_a_retrying_webhook():
     async def main():
         target = FakeTarget(fail=10**9)
-        reg = SubscriptionRegistry(DeliveryPolicy(webhook_backoff=1.0), poster=target.post)
+        reg = SubscriptionRegistry(DeliveryPolicy(webhook_backoff=1.0), poster=target.post, rng=random.Random(3))
         buf = reg.open("a", "http://hook.test/x")
         reg.deliver("a", ev(1))
         await asyncio.sleep(10)
