@@ -12,6 +12,67 @@ def _demo(args: argparse.Namespace) -> int:
     return 0 if run(hosts=args.hosts, events=args.events, seed=args.seed) else 1
 
 
+def _address(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
+    return host.strip("[]"), int(port)
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 0 <= int(text) < 65536:
+        raise argparse.ArgumentTypeError(f"expected a port number 0-65535 (0: any free port), got {text!r}")
+    return int(text)
+
+
+def _node(args: argparse.Namespace) -> int:
+    import logging
+
+    from .node.config import NodeConfig
+    from .node.main import run
+    from .tree import TreeConfig
+
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        tree = TreeConfig(min_probe_level=args.min_probe_level, max_probe_level=args.max_probe_level,
+                          probe_p=args.probe_p, cutoff=not args.no_cutoff, cutoff_fraction=args.cutoff_fraction)
+    except ValueError as e:
+        print(f"p2pubsub node: {e}", file=sys.stderr)
+        return 2
+    config = NodeConfig(
+        host=args.host, dht_port=args.dht_port, http_port=None if args.no_http else args.http_port,
+        advertise=args.advertise, bootstrap=tuple(args.bootstrap), capacity=args.capacity, tree=tree,
+        multicast=not args.unicast,
+    )
+    return run(config)
+
+
+def add_node_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host", default="127.0.0.1", help="interface to bind, UDP and TCP (default 127.0.0.1)")
+    p.add_argument("--dht-port", type=_port, default=8468, metavar="P",
+                   help="UDP port of the DHT and of all peer messages (default 8468; 0: any free port)")
+    p.add_argument("--http-port", type=_port, default=8080, metavar="Q",
+                   help="TCP port of the REST API (default 8080; 0: any free port)")
+    p.add_argument("--no-http", action="store_true", help="run without the REST API")
+    p.add_argument("--bootstrap", type=_address, action="append", default=[], metavar="HOST:PORT",
+                   help="a node of the network to join (repeatable; host names allowed); none: start a new network")
+    p.add_argument("--advertise", metavar="ADDR",
+                   help="address peers reach this node at, when --host is a wildcard (default: asked of a "
+                        "bootstrap node)")
+    p.add_argument("--capacity", type=int, default=1000, metavar="N",
+                   help="subscriptions a leaf on this node holds before it splits (default 1000)")
+    p.add_argument("--unicast", action="store_true", help="one message per probe instead of grouped multicast")
+    p.add_argument("--min-probe-level", type=int, default=2, metavar="L", help="RndRegionProbe min level (2)")
+    p.add_argument("--max-probe-level", type=int, default=10, metavar="L", help="probe max level (10)")
+    p.add_argument("--probe-p", type=float, default=0.5, metavar="P", help="probe stop probability (0.5)")
+    p.add_argument("--no-cutoff", action="store_true",
+                   help="schemas this node creates get no cut-off line (load balancing off)")
+    p.add_argument("--cutoff-fraction", type=float, default=0.25, metavar="F",
+                   help="cut-off line c as a fraction of each attribute's domain (0.25)")
+    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.set_defaults(func=_node)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="p2pubsub", description="Peer-to-peer content-based publish/subscribe.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -21,6 +82,11 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--events", type=int, default=24, help="events to publish (default 24)")
     demo.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     demo.set_defaults(func=_demo)
+
+    add_node_arguments(sub.add_parser(
+        "node", help="run a node (DHT + pub/sub + REST API) until SIGINT/SIGTERM",
+        description="Run one p2pubsub node: it joins (or starts) a network, serves the REST API, and hands its "
+                    "state over to the network when stopped with SIGINT or SIGTERM."))
 
     from spark.report import add_report_arguments
 

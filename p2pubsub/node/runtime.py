@@ -20,6 +20,7 @@ from collections import Counter, defaultdict, deque
 from collections.abc import Callable
 from typing import Any
 
+from ..api.service import SchemaConflict, ServiceUnavailable, UnknownSchema
 from ..model import Schema, ValidationError, parse_event, parse_filter
 from ..tree import (
     AdoptNode,
@@ -64,20 +65,8 @@ Host = tuple  # (node_id: bytes, ip: str, port: int)
 HOME_MESSAGES = (SubInstalled, Unsubscribed, EventDelivery)
 
 
-class NodeError(RuntimeError):
-    """A command could not be carried out (not joined, timed out, ...)."""
-
-
-class SchemaConflict(Exception):
-    def __init__(self, existing: Schema) -> None:
-        super().__init__(f"schema {existing.name!r} exists and differs")
-        self.existing = existing
-
-
-class UnknownSchema(Exception):
-    def __init__(self, name: str) -> None:
-        super().__init__(f"no schema named {name!r}")
-        self.name = name
+class NodeError(ServiceUnavailable):
+    """A command could not be carried out now (not joined, timed out, stopped): the API answers 503."""
 
 
 class Node:
@@ -383,7 +372,12 @@ class Node:
             self.counters["dropped_max_hops"] += 1
             log.warning("dropped %s after %d hops", type(msg).__name__, hops)
             return
-        self._send(self.hood.next_hop(key), Routed(key, msg, origin, hops + forwarded))
+        nxt = self.hood.next_hop(key)
+        if nxt is None:  # leaving, and nobody left to hand it to
+            self.counters["dropped_no_route"] += 1
+            log.warning("dropped %s: no node left to route it to", type(msg).__name__)
+            return
+        self._send(nxt, Routed(key, msg, origin, hops + forwarded))
 
     def _arrive(self, key: bytes, msg, origin: Host, hops: int) -> None:
         if not self.ready:
@@ -424,7 +418,11 @@ class Node:
                 msg = ProbePub(p.target, p.space, p.scope, p.probe, event, p.known)
                 self._inbox.append(("routed", (key, msg, origin, hops), self._cause))
             else:
-                groups[self.hood.next_hop(key)].append(p)
+                nxt = self.hood.next_hop(key)
+                if nxt is None:
+                    self.counters["dropped_no_route"] += 1
+                    continue
+                groups[nxt].append(p)
         for nxt, group in groups.items():
             self._send(nxt, ProbePubMulticast(event, tuple(group), origin, hops + forwarded))
 

@@ -1,0 +1,112 @@
+"""The HTTP API's view of a node: :class:`p2pubsub.api.service.NodeService` over :class:`Node`.
+
+Only translation: the API calls these, they call the node; the node's deliveries go to the client-facing
+:class:`~p2pubsub.api.delivery.SubscriptionRegistry` (buffers, long polls, SSE, webhooks).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ..api.delivery import SubscriptionRegistry
+from ..api.service import SubscriptionInfo
+from ..model import Schema
+from ..tree import PubEvent
+from .runtime import Node
+
+
+@dataclass(slots=True)
+class _Meta:
+    schema: str
+    deliver_to: str | None
+    created_at: float
+
+
+class NodeApiService:
+    def __init__(self, node: Node, registry: SubscriptionRegistry) -> None:
+        self.node = node
+        self.registry = registry
+        self._meta: dict[str, _Meta] = {}
+        node.on_deliver = self._deliver
+
+    def _deliver(self, sub_id: str, event: PubEvent) -> None:
+        self.registry.deliver(
+            sub_id,
+            {"id": event.event_id, "schema": event.schema, "attributes": dict(event.values),
+             "published_at": event.published_at},
+        )
+
+    async def put_schema(self, name: str, body: dict) -> tuple[Schema, bool]:
+        return await self.node.put_schema(name, body)
+
+    async def get_schema(self, name: str) -> Schema | None:
+        return await self.node.get_schema(name)
+
+    async def subscribe(self, schema: str, filter: dict, deliver_to: str | None) -> SubscriptionInfo:
+        sub_id = await self.node.subscribe(schema, filter)
+        self._meta[sub_id] = _Meta(schema, deliver_to, time.time())
+        self.registry.open(sub_id, deliver_to)
+        return self.subscription(sub_id)
+
+    async def unsubscribe(self, sub_id: str) -> bool:
+        removed = await self.node.unsubscribe(sub_id)
+        if removed:
+            self.registry.close(sub_id)
+            self._meta.pop(sub_id, None)
+        return removed
+
+    def subscription(self, sub_id: str) -> SubscriptionInfo | None:
+        meta = self._meta.get(sub_id)
+        state = self.node.core.home.subs.get(sub_id) if self.node.core else None
+        if meta is None or state is None or not state.active:
+            return None
+        version = state.versions[state.current]
+        return SubscriptionInfo(
+            sub_id,
+            meta.schema,
+            version.sub.to_filter(),
+            meta.deliver_to,
+            meta.created_at,
+            {"pieces": len(version.entries), "base": version.entries[0].base,
+             "leaves": sorted({str(t) for t in version.leaves.values()})},
+        )
+
+    async def publish(self, schema: str, attributes: dict) -> str:
+        return await self.node.publish(schema, attributes)
+
+    def info(self) -> dict[str, Any]:
+        info = self.node.info()
+        info["http_port"] = getattr(self, "http_port", None)
+        info["queues"] = {
+            f"{addr[0]}:{addr[1]}": {"length": s.queue_length, "in": s.q_in, "out": s.q_out}
+            for addr, s in (self.node.peers.all_stats().items() if self.node.peers else ())
+        }
+        info["hosted"] = self.node.hosted()[:100]
+        return info
+
+    def metrics(self) -> dict[str, Any]:
+        info = self.node.info()
+        stats = self.node.core.home.stats if self.node.core else None
+        out: dict[str, Any] = {
+            "ready": int(info["ready"]),
+            "peers": info["peers"],
+            "tree_nodes": info["tree_nodes"],
+            "leaves": info["leaves"],
+            "stored_subscriptions": info["stored_subscriptions"],
+            "home_subscriptions": info["home_subscriptions"],
+            "counters_total": {k: v for k, v in self.node.counters.items()},
+        }
+        if stats is not None:
+            out["home_delivered_total"] = stats.delivered
+            out["home_duplicates_total"] = stats.duplicates
+            out["home_late_total"] = stats.late
+        if self.node.peers is not None:
+            c = self.node.peers.counters
+            out["transport_garbage_total"] = c.garbage
+        if self.node.dht is not None and self.node.dht.protocol is not None:
+            out["dht_garbage_total"] = self.node.dht.protocol.garbage
+        return out
+
+
