@@ -161,8 +161,9 @@ class TreeOptions:
     def from_dict(cls, body: Any, path: str = "tree") -> TreeOptions:
         if not isinstance(body, Mapping) or set(body) - {"cutoff", "widen"}:
             raise ValidationError("invalid_schema", "'tree' takes only 'cutoff' and 'widen'", path)
-        cutoff = body.get("cutoff", cls.cutoff)
-        widen = body.get("widen", cls.widen)
+        default = cls()
+        cutoff = body.get("cutoff", default.cutoff)
+        widen = body.get("widen", default.widen)
         if cutoff is not None and (not is_number(cutoff) or not 0 < cutoff <= 1):
             raise ValidationError("invalid_schema", f"tree.cutoff must be null or in (0, 1], got {cutoff!r}", path)
         if not is_number(widen) or not 0 < widen < 0.01:
