@@ -79,12 +79,13 @@ class InMemoryNetwork:
         reorder: bool = True,
         owner: Callable[[TreeId], int] | None = None,
         capacities: list[int] | tuple[int, ...] | None = None,
+        inline: bool = False,
     ) -> None:
         self.config = config or TreeConfig()
         self.rng = random.Random(seed)
         caps = list(capacities) if capacities is not None else [self.rng.randint(*capacity) for _ in range(hosts)]
         self.cores = [
-            PubSubCore(i, caps[i], self.config, random.Random(self.rng.getrandbits(64))) for i in range(hosts)
+            PubSubCore(i, caps[i], self.config, random.Random(self.rng.getrandbits(64)), inline) for i in range(hosts)
         ]
         self.owner = owner or crc_owner(hosts)
         self.reorder = reorder

@@ -136,7 +136,7 @@ class Node:
         self.host = (self.id, ip, port)
         self.hood = Neighbourhood(self.host)
         core_rng = random.Random(self.rng.getrandbits(64))
-        self.core = PubSubCore(self.host, self.config.capacity, self.config.tree, core_rng)
+        self.core = PubSubCore(self.host, self.config.capacity, self.config.tree, core_rng, inline=True)
         if self.config.bootstrap:
             await self.dht.bootstrap(list(self.config.bootstrap))
             await self._join()

@@ -18,9 +18,11 @@ from .messages import Action, EventDelivery, Message, PubEvent, SubInstalled, Un
 
 
 class PubSubCore:
-    def __init__(self, host: Hashable, capacity: int, config: TreeConfig, rng: random.Random) -> None:
+    def __init__(
+        self, host: Hashable, capacity: int, config: TreeConfig, rng: random.Random, inline: bool = False
+    ) -> None:
         self.host = host
-        self.tree = TreeHost(host, capacity, config)
+        self.tree = TreeHost(host, capacity, config, inline)
         self.home = Home(host, config, rng)
 
     def handle(self, msg: Message, now: float) -> list[Action]:

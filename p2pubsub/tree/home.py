@@ -78,6 +78,7 @@ class Home:
         self.rng = rng
         self.subs: dict[str, _Sub] = {}
         self.stats = HomeStats()
+        self._spaces: dict[tuple[Schema, str], Space] = {}  # one Space per tree: its memoised areas are reused
         self._delivered: dict[tuple[str, str], tuple[int, float]] = {}  # (event, sub) -> (version, expiry)
 
     def new_id(self) -> str:
@@ -115,6 +116,14 @@ class Home:
         for version in state.versions.values():
             out.extend(self._remove(version))
         return out + self._maybe_removed(state)
+
+    def _space(self, schema: Schema, name: str) -> Space:
+        space = self._spaces.get((schema, name))
+        if space is None:
+            if len(self._spaces) > 4096:
+                self._spaces.clear()
+            space = self._spaces[(schema, name)] = space_of(schema, name, self.config)
+        return space
 
     def _version(self, schema: Schema, sub: Subscription, sub_id: str, number: int) -> _Version:
         space, entries = make_entries(sub, schema, sub_id, number, self.host, self.config, self.rng)
@@ -183,7 +192,7 @@ class Home:
         names = schema.names if schema.absent is Absent.MATCH else tuple(event.values)
         out: list[Action] = []
         for name in names:
-            space = space_of(schema, name, self.config)
+            space = self._space(schema, name)
             value = event.values.get(name)
             probe = probe_target(space, None if value is None else coordinate(value))
             for path in probe_region(space, probe, self.config, self.rng):

@@ -7,7 +7,7 @@ node that does not exist (yet).
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
@@ -71,13 +71,17 @@ class HostStats:
 
 
 class TreeHost:
-    def __init__(self, host: Hashable, capacity: int, config: TreeConfig) -> None:
+    def __init__(self, host: Hashable, capacity: int, config: TreeConfig, inline: bool = False) -> None:
         if capacity < 1:
             raise ValueError("leaf capacity must be positive")
         self.host = host
         self.capacity = capacity
         self.config = config
         self.nodes: dict[TreeId, TreeNode] = {}
+        # handle messages to tree nodes this host holds at once instead of returning them as sends: a hop that
+        # costs no message anyway (small networks hold many related nodes); the test harness can turn it off
+        # to exercise every interleaving
+        self.inline = inline
         self.stats = HostStats()
         self._spaces: dict[str, Space] = {}
         self._partial: dict[tuple[TreeId, bool], _Partial] = {}  # (node, adopting?) -> parts so far
@@ -86,6 +90,20 @@ class TreeHost:
     # --- entry point ---
 
     def handle(self, msg: TreeMessage, now: float) -> list[Action]:
+        out = self._handle(msg, now)
+        if not self.inline or not any(isinstance(a, SendTree) and a.to in self.nodes for a in out):
+            return out
+        done: list[Action] = []
+        queue = deque(out)
+        while queue:
+            a = queue.popleft()
+            if isinstance(a, SendTree) and a.to in self.nodes:
+                queue.extend(self._handle(a.msg, now))
+            else:
+                done.append(a)
+        return done
+
+    def _handle(self, msg: TreeMessage, now: float) -> list[Action]:
         if isinstance(msg, ProbePub):
             return self._probe_pub(msg, now)
         if isinstance(msg, ProbeSub | InsertSub):
@@ -146,9 +164,16 @@ class TreeHost:
         return None
 
     def _jump(self, target: TreeId) -> TreeId:
-        """Guessed too deep: binary search upward to the ancestor at half the level (Program 3.2 line 66)."""
+        """Guessed too deep: binary search upward to the ancestor at half the level (Program 3.2 line 66), or
+        straight to the deepest ancestor this host holds, if it holds one: any existing ancestor can answer
+        (a leaf holds the whole area, an internal node routes down), and it costs no message."""
         self.stats.binary_search_jumps += 1
-        return target.ancestor(target.level // 2)
+        half = target.level // 2
+        for level in range(target.level - 1, half, -1):
+            held = target.ancestor(level)
+            if held in self.nodes:
+                return held
+        return target.ancestor(half)
 
     # --- subscriptions ---
 
