@@ -7,11 +7,14 @@ structured identifiers (``stocks.price/0110``, its siblings, its children) unifo
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from kademlia.utils import digest
 
 from ..tree import TreeId
 
 
+@lru_cache(maxsize=1 << 16)  # the same tree nodes are probed over and over
 def tree_key(tid: TreeId) -> bytes:
     return digest(f"tree:{tid}")
 

@@ -111,7 +111,7 @@ class Node:
     # --- life cycle ---
 
     async def start(self) -> None:
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         self.peers = PeerTransport(
             on_message=self._on_peer_message,
             on_undeliverable=self._on_undeliverable,
@@ -351,7 +351,7 @@ class Node:
             self.counters["unexpected_messages"] += 1
 
     def _now(self) -> float:
-        return asyncio.get_running_loop().time()
+        return self._loop.time()
 
     # --- routing ---
 

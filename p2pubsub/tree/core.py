@@ -46,7 +46,8 @@ class PubSubCore:
     def publish(
         self, schema: Schema, event: Event, now: float, event_id: str | None = None, published_at: float | None = None
     ) -> tuple[PubEvent, list]:
-        return self.home.publish(schema, event, now, event_id, published_at)
+        holds = self.tree.nodes.__contains__ if self.tree.inline else (lambda tid: False)
+        return self.home.publish(schema, event, now, event_id, published_at, holds)
 
     def tick(self, now: float) -> list[Action]:
         self.home.tick(now)

@@ -9,7 +9,7 @@ and it receives notifications, removing duplicates by (event, subscription) befo
 from __future__ import annotations
 
 import random
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
 from ..model import Absent, Event, Schema, Subscription
@@ -182,11 +182,21 @@ class Home:
     # --- events ---
 
     def publish(
-        self, schema: Schema, event: Event, now: float, event_id: str | None = None, published_at: float | None = None
+        self,
+        schema: Schema,
+        event: Event,
+        now: float,
+        event_id: str | None = None,
+        published_at: float | None = None,
+        holds: Callable[[TreeId], bool] = lambda tid: False,
     ) -> tuple[PubEvent, list]:
         """RndRegionProbe in every attribute tree a matching subscription can live in (§3.4.1): the event's own
         attributes, and under match semantics also the omitted ones, whose whole space is searched.
-        ``published_at`` is the time stamp the event carries (a wall clock; default ``now``)."""
+        ``published_at`` is the time stamp the event carries (a wall clock; default ``now``).
+
+        Random probing spares the root's host the load of every search. A publisher that *is* the root's host
+        (``holds``) has nobody to spare: it searches that tree from the root, whose routing table knows every
+        leaf, without guessing (small networks, where one node holds most of a tree, gain the most)."""
         stamp = now if published_at is None else published_at
         pub = PubEvent(event_id or self.new_id(), schema.name, event.values, schema.absent, stamp, self.host)
         names = schema.names if schema.absent is Absent.MATCH else tuple(event.values)
@@ -195,7 +205,8 @@ class Home:
             space = self._space(schema, name)
             value = event.values.get(name)
             probe = probe_target(space, None if value is None else coordinate(value))
-            for path in probe_region(space, probe, self.config, self.rng):
+            paths = [""] if holds(TreeId(space.root)) else probe_region(space, probe, self.config, self.rng)
+            for path in paths:
                 to = TreeId(space.root, path)
                 out.append(SendTree(to, ProbePub(to, space, path, probe, pub)))
         return pub, out

@@ -84,6 +84,7 @@ class TreeHost:
         self.inline = inline
         self.stats = HostStats()
         self._spaces: dict[str, Space] = {}
+        self._coords: tuple[str | None, dict[str, float]] = (None, {})
         self._partial: dict[tuple[TreeId, bool], _Partial] = {}  # (node, adopting?) -> parts so far
         self._parked: dict[TreeId, list[tuple[float, TreeMessage]]] = defaultdict(list)
 
@@ -91,7 +92,13 @@ class TreeHost:
 
     def handle(self, msg: TreeMessage, now: float) -> list[Action]:
         out = self._handle(msg, now)
-        if not self.inline or not any(isinstance(a, SendTree) and a.to in self.nodes for a in out):
+        if not self.inline:
+            return out
+        nodes = self.nodes
+        for a in out:
+            if type(a) is SendTree and a.to in nodes:
+                break
+        else:
             return out
         done: list[Action] = []
         queue = deque(out)
@@ -379,7 +386,9 @@ class TreeHost:
             return []
         node.seen[event.event_id] = expiry
         base = node.id.root.partition(".")[2]
-        matched = node.store.match(event.values, coordinates(event.values), base, event.absent)
+        if self._coords[0] != event.event_id:  # an event visits several leaves here in a row
+            self._coords = (event.event_id, coordinates(event.values))
+        matched = node.store.match(event.values, self._coords[1], base, event.absent)
         self.stats.matches += len(matched)
         by_home: dict[Hashable, list[tuple[str, int]]] = defaultdict(list)
         for entry in matched:
