@@ -28,6 +28,7 @@ class NodeConfig:
     install_timeout: float = 30.0  # a subscription not installed by then is reported as failed
     max_hops: int = 48  # a routed message that travelled this far is dropped (and counted)
     transport: TransportConfig = field(default_factory=TransportConfig)
+    trace: str | None = None  # append a per-message trace to this file (p2pubsub.node.tracefile)
 
     @property
     def tree_defaults(self) -> TreeOptions:

@@ -22,7 +22,12 @@ async def serve(config: NodeConfig, stop: asyncio.Event | None = None, started=N
     ``started(node, api)`` is called once both listen. Returns an exit status."""
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
-    node = Node(config)
+    trace = None
+    if config.trace:
+        from .tracefile import TraceFile
+
+        trace = TraceFile(config.trace)
+    node = Node(config, observer=trace) if trace is not None else Node(config)
     registry = SubscriptionRegistry()
     service = NodeApiService(node, registry)
     try:
@@ -56,6 +61,8 @@ async def serve(config: NodeConfig, stop: asyncio.Event | None = None, started=N
         await api.close()
     await node.stop(graceful=True)
     await registry.aclose()
+    if trace is not None:
+        trace.close()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.remove_signal_handler(sig)
