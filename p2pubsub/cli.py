@@ -42,7 +42,7 @@ def _node(args: argparse.Namespace) -> int:
     config = NodeConfig(
         host=args.host, dht_port=args.dht_port, http_port=None if args.no_http else args.http_port,
         advertise=args.advertise, bootstrap=tuple(args.bootstrap), capacity=args.capacity, tree=tree,
-        multicast=not args.unicast,
+        multicast=not args.unicast, trace=args.trace,
     )
     return run(config)
 
@@ -69,6 +69,8 @@ def add_node_arguments(p: argparse.ArgumentParser) -> None:
                    help="schemas this node creates get no cut-off line (load balancing off)")
     p.add_argument("--cutoff-fraction", type=float, default=0.25, metavar="F",
                    help="cut-off line c as a fraction of each attribute's domain (0.25)")
+    p.add_argument("--trace", metavar="FILE",
+                   help="append one JSON line per peer message sent and received to FILE (p2pubsub.node.tracefile)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     p.set_defaults(func=_node)
 
@@ -87,6 +89,14 @@ def build_parser() -> argparse.ArgumentParser:
         "node", help="run a node (DHT + pub/sub + REST API) until SIGINT/SIGTERM",
         description="Run one p2pubsub node: it joins (or starts) a network, serves the REST API, and hands its "
                     "state over to the network when stopped with SIGINT or SIGTERM."))
+
+    from .experiment.cli import add_experiment_arguments
+
+    add_experiment_arguments(sub.add_parser(
+        "experiment", help="a churn experiment on real node processes: scenario timeline, oracle, summary.json",
+        description="Start a network of `p2pubsub node` processes on loopback, drive the scenario's workload "
+                    "through the REST API, carry out its churn timeline (join, leave = SIGTERM, crash = SIGKILL), "
+                    "and write DIR/summary.json and the merged message traces."))
 
     from spark.report import add_report_arguments
 
