@@ -192,10 +192,6 @@ class Experiment:
             raise error
         return summary
 
-    def _log(self, text: str) -> None:
-        if self.progress:
-            sys.stderr.write("\r" + text.ljust(100) + "\n")
-
     async def _progress(self) -> None:
         while True:
             live = len(self.fleet.live()) if self.fleet else 0
@@ -227,6 +223,7 @@ class Experiment:
         capacity = caps[index] if index < len(caps) else caps[index % len(caps)]
         args, info = node_arguments(self.scenario, capacity, self._supported)
         if not self.node_options:
+            info["passed"]["protocol.leaf_capacity"] = "--capacity rand(lo, hi) per node (workload capacities)"
             self.node_options = {**info, "ignored_live": {
                 "network.latency": self.scenario.network.latency, "network.loss": self.scenario.network.loss,
                 "network.link_capacity_kbps": self.scenario.network.link_capacity_kbps,

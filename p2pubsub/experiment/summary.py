@@ -10,7 +10,8 @@ Keys (times in seconds on the experiment clock, 0 = the runner started; the scen
   without events published from ``grace_s`` before to ``recovery_window_s`` after any churn step);
   ``departed_homes`` / ``surviving_homes`` (split by the subscription's home); ``reader`` (buffer drops, errors);
 * ``subscriptions_lost`` and ``verify`` (:mod:`.verify`);
-* ``recovery_s``: one value per churn step (see :func:`recovery`), also in ``churn[k]`` with the step's window;
+* ``recovery_s``: one value per churn step (see :func:`recovery`: notifications read within ``deadline_s``),
+  ``recovery_eventual_s`` (read at all); both also in ``churn[k]`` with the step's window and what it did;
 * ``latency_ms.subscribe`` (acknowledged - requested) and ``latency_ms.delivery`` (the reader's receipt of a
   matching notification - the publish request), each ``count mean p50 p90 p99 max``;
 * ``checks``: the issue's criteria as booleans; ``problems`` (the runner's own failures: a node that did not

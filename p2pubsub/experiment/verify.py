@@ -8,7 +8,8 @@ Checked: every subscription that was acknowledged and whose home is alive at the
    cut-off line, thesis §3.5: a range wider than ``c`` is cut into half-open pieces of one random width
    ``h`` in ``[c/2, c)``, the last one possibly shorter). The check publishes probe events whose base value runs
    over the range at steps of ``0.45 c`` — one inside every piece whatever ``h`` was: the range's ends (just
-   inside, ``delta = 1e-9`` of the domain) and every step between — with the other constrained attributes at the
+   inside, ``delta = 1e-9`` of the domain) and every step between; for ints every ``floor(c/2)``-th integer and
+   the last one (:func:`probe_points`) — with the other constrained attributes at the
    middle of the subscription's range (its value for ``eq``, the prefix itself for ``prefix``) and the
    unconstrained ones at the middle of their domain. A piece that the tree no longer holds cannot deliver its
    probe: the probe is a normal publication, found by the normal region probes.

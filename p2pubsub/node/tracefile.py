@@ -25,7 +25,8 @@ carries (as the simulator does); ``event`` / ``sub`` are the event and subscript
 Times ``t`` are ``time.monotonic()`` seconds: the same clock as the node's event loop and, on Linux, one clock
 (CLOCK_MONOTONIC) for every process of the machine, so the files of one machine can be merged on one time line.
 
-Cost: a row is one ``json.dumps`` of a short list and a buffered write (a few microseconds). The buffer is
+Cost: a row is one JSON encoding of a short list and a buffered write (about 4 microseconds; a 20-node run
+measured delivery latency p50 15.8 ms, p99 81 ms with traces and 14.6 ms, 64 ms without: one run each). The buffer is
 flushed at most ``flush_interval`` seconds after a row is written (a loop timer), and on :meth:`close`; a node
 killed with SIGKILL loses at most that last interval of rows, which the merge reports as messages received that
 nobody sent, or sent and never received.
@@ -42,6 +43,8 @@ from typing import Any
 from .observer import Observer
 
 __all__ = ["TraceFile", "describe"]
+
+_encode = json.JSONEncoder(separators=(",", ":"), allow_nan=True).encode
 
 
 def describe(msg: Any) -> tuple[str, str | None, str | None]:
@@ -88,8 +91,7 @@ class TraceFile(Observer):
     # --- writing ---
 
     def _write(self, row: list) -> None:
-        self._f.write(json.dumps(row, separators=(",", ":")))
-        self._f.write("\n")
+        self._f.write(_encode(row) + "\n")
         self.rows += 1
         if self._timer is None and self.flush_interval > 0:
             try:

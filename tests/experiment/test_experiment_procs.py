@@ -41,7 +41,7 @@ async def test_a_node_that_cannot_start_fails_loudly_naming_it_and_its_stderr(tm
 async def test_a_node_that_is_not_ready_in_time_is_named_and_killed_at_teardown(tmp_path):
     fleet = Fleet(tmp_path, clock, ready_timeout=0.01)
     node = fleet.new([], None)
-    with pytest.raises(ExperimentError, match="node 0 printed no ready line within 0.01 s"):
+    with pytest.raises(ExperimentError, match=r"node 0 printed no ready line within 0\.01 s"):
         await fleet.launch(node)
     down = await fleet.teardown(timeout=10)
     assert [d["index"] for d in down] == [0] and node.proc.returncode is not None
