@@ -103,13 +103,14 @@ def build_summary(exp: Experiment, teardown: list[dict[str, Any]], *, failed: bo
     ev_miss = verdict.event_missing if verdict.event_missing.size else np.zeros(len(events), np.int64)
     ev_late = verdict.event_late if verdict.event_late.size else np.zeros(len(events), np.int64)
     # the check's probe events are the last publications of the run: a subscription still lost then keeps the
-    # last step from counting as recovered
+    # last step from counting as recovered (missing probes count; late ones do not: the probes come in a burst
+    # of their own making)
     probe_verdict = exp.judge(exp.oracle_of(exp.probes), exp.probes) if exp.probes and subs else None
     if probe_verdict is not None:
         p_req = np.array([e.requested_at if e.requested_at is not None else nan for e in exp.probes], np.float64)
         t_req = np.concatenate([req, p_req])
         t_exp = np.concatenate([ev_exp, probe_verdict.event_expected])
-        t_late = np.concatenate([ev_late, probe_verdict.event_late])
+        t_late = np.concatenate([ev_late, probe_verdict.event_missing])
         t_miss = np.concatenate([ev_miss, probe_verdict.event_missing])
     else:
         t_req, t_exp, t_late, t_miss = req, ev_exp, ev_late, ev_miss

