@@ -331,10 +331,10 @@ class Experiment:
                 if e.status == 404:
                     rec.reader_end = f"home forgot the subscription: {e}"
                     return
-                rec.reader_errors += 1
                 if not home.alive:
                     rec.reader_end = f"home {home.state}"
                     return
+                rec.reader_errors += 1
                 await asyncio.sleep(0.1)  # back-off before asking again (not a synchronisation)
                 continue
             except Exception as e:  # connection refused/reset: the home is going away

@@ -96,6 +96,9 @@ def test_recovery_per_step():
     last = recovery([12.0], req, expected, failed, grace=1.0)[0]
     assert last["recovery_s"] is None and last["recovered"] is False and last["last_failed_s"] == 19.0
     assert recovery([5.0], req, expected, np.zeros(20, np.int64), grace=1.0)[0]["recovery_s"] == 0.0
+    # subscriptions still lost at the end: the last step has not recovered, whatever the sparse events say
+    ends = recovery([5.0, 12.0], req, expected, np.zeros(20, np.int64), grace=1.0, lost_at_end=3)
+    assert ends[0]["recovery_s"] == 0.0 and ends[1]["recovery_s"] is None and not ends[1]["recovered"]
     # two steps at the same time share their window
     same = recovery([5.0, 5.0], req, expected, failed, grace=1.0)
     assert same[0]["window_s"] == same[1]["window_s"] == [4.0, None]

@@ -76,3 +76,16 @@ async def test_a_node_that_dies_by_itself_is_a_problem(tmp_path):
     assert node.unexpected_exit and node.gone_at == node.exited_at
     assert any("exited by itself" in p for p in fleet.problems)
     await fleet.teardown()
+
+
+def test_an_experiment_whose_network_cannot_start_fails_loudly_and_still_writes_a_summary(tmp_path):
+    import json
+
+    from p2pubsub.experiment import ExperimentOptions, run_experiment
+
+    scenario = parse_scenario({"name": "x", "network": {"nodes": 3}, "workload": {"events": 5}})
+    with pytest.raises(ExperimentError, match="node 0 printed no ready line"):
+        run_experiment(scenario, tmp_path, ExperimentOptions(ready_timeout_s=0.01, progress=False))
+    s = json.loads((tmp_path / "summary.json").read_text())
+    assert s["failed"] is True and any("node 0 printed no ready line" in p for p in s["problems"])
+    assert s["nodes_detail"][0]["exit_code"] is not None  # torn down
