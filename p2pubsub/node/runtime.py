@@ -382,6 +382,7 @@ class Node:
             log.warning("dropped %s after %d hops", type(msg).__name__, hops)
             return
         nxt = self.hood.next_hop(key)
+        self.counters["forwarded" if forwarded else "routed"] += 1
         if nxt is None:  # leaving, and nobody left to hand it to
             self.counters["dropped_no_route"] += 1
             log.warning("dropped %s: no node left to route it to", type(msg).__name__)
