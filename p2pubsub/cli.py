@@ -35,14 +35,17 @@ def _node(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         tree = TreeConfig(min_probe_level=args.min_probe_level, max_probe_level=args.max_probe_level,
-                          probe_p=args.probe_p, cutoff=not args.no_cutoff, cutoff_fraction=args.cutoff_fraction)
+                          probe_p=args.probe_p, cutoff=not args.no_cutoff, cutoff_fraction=args.cutoff_fraction,
+                          lease_interval=args.lease_interval or None)
+        if args.replicas < 1:
+            raise ValueError("--replicas must be at least 1")
     except ValueError as e:
         print(f"p2pubsub node: {e}", file=sys.stderr)
         return 2
     config = NodeConfig(
         host=args.host, dht_port=args.dht_port, http_port=None if args.no_http else args.http_port,
         advertise=args.advertise, bootstrap=tuple(args.bootstrap), capacity=args.capacity, tree=tree,
-        multicast=not args.unicast, trace=args.trace,
+        multicast=not args.unicast, replicas=args.replicas, trace=args.trace,
     )
     return run(config)
 
@@ -69,6 +72,11 @@ def add_node_arguments(p: argparse.ArgumentParser) -> None:
                    help="schemas this node creates get no cut-off line (load balancing off)")
     p.add_argument("--cutoff-fraction", type=float, default=0.25, metavar="F",
                    help="cut-off line c as a fraction of each attribute's domain (0.25)")
+    p.add_argument("--replicas", type=int, default=3, metavar="R",
+                   help="copies of each tree node and schema, on the R nodes closest to its key (default 3)")
+    p.add_argument("--lease-interval", type=float, default=30.0, metavar="S",
+                   help="seconds between lease renewals of this node's subscriptions; a leaf drops a piece not "
+                        "renewed for three intervals (default 30; 0: no leases)")
     p.add_argument("--trace", metavar="FILE",
                    help="append one JSON line per peer message sent and received to FILE (p2pubsub.node.tracefile)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])

@@ -19,6 +19,7 @@ class NodeConfig:
     capacity: int = 1000  # subscriptions a leaf on this node holds before it splits (thesis: rand(10, 30))
     tree: TreeConfig = field(default_factory=TreeConfig)
     multicast: bool = True  # prefix-grouped probes (thesis §3.4.2); False: one message per probe
+    replicas: int = 3  # copies of each tree node and schema: on the node responsible and the next closest (§3.6)
     ksize: int = 20
     alpha: int = 3
     rpc_timeout: float = 2.0  # kademlia request timeout (the library's is a fixed 5 s)
@@ -27,7 +28,8 @@ class NodeConfig:
     request_timeout: float = 10.0  # schema requests
     install_timeout: float = 30.0  # a subscription not installed by then is reported as failed
     max_hops: int = 48  # a routed message that travelled this far is dropped (and counted)
-    transport: TransportConfig = field(default_factory=TransportConfig)
+    # a peer that answers nothing for about 3 s (4 timeouts, RTO capped at 1 s) is gone: its keys move on (§3.6)
+    transport: TransportConfig = field(default_factory=lambda: TransportConfig(max_retries=4, max_rto=1.0))
     trace: str | None = None  # append a per-message trace to this file (p2pubsub.node.tracefile)
 
     @property

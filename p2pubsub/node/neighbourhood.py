@@ -55,6 +55,16 @@ class Neighbourhood:
             self._closest[key] = best
         return best
 
+    def nearest(self, key: bytes, n: int) -> list[tuple]:
+        """The ``n`` nodes closest to ``key`` that this node knows, itself included (unless leaving), nearest
+        first: the responsible node, then the holders of the key's replicas."""
+        k = int.from_bytes(key, "big")
+        ranked = [(cid ^ k, c) for cid, c in self._contacts]
+        if not self.leaving:
+            ranked.append((self._me_int ^ k, self.me))
+        ranked.sort(key=lambda dc: dc[0])
+        return [c for _, c in ranked[:n]]
+
     def responsible(self, key: bytes) -> bool:
         return self.closest(key) == self.me
 

@@ -27,11 +27,14 @@ from ..tree import (
     Deliver,
     Dropped,
     EventDelivery,
+    NodeInfo,
     ProbePub,
     PubEvent,
     PubSubCore,
     Ready,
     Removed,
+    Replicate,
+    ReplicaUpdate,
     SendHost,
     SendTree,
     SubInstalled,
@@ -56,13 +59,14 @@ from .messages import (
 )
 from .neighbourhood import Neighbourhood
 from .observer import NULL_OBSERVER, Observer
+from .replication import Replication
 from .schemas import SchemaStore
 from .transport import PeerTransport
 
 log = logging.getLogger(__name__)
 
 Host = tuple  # (node_id: bytes, ip: str, port: int)
-HOME_MESSAGES = (SubInstalled, Unsubscribed, EventDelivery)
+HOME_MESSAGES = (SubInstalled, Unsubscribed, EventDelivery, NodeInfo, ReplicaUpdate)  # for this node itself
 
 
 class NodeError(ServiceUnavailable):
@@ -136,7 +140,10 @@ class Node:
         self.host = (self.id, ip, port)
         self.hood = Neighbourhood(self.host)
         core_rng = random.Random(self.rng.getrandbits(64))
-        self.core = PubSubCore(self.host, self.config.capacity, self.config.tree, core_rng, inline=True)
+        self.replication = Replication(self, self.config.replicas)
+        self.core = PubSubCore(
+            self.host, self.config.capacity, self.config.tree, core_rng, inline=True, replicate=self.replication.on
+        )
         if self.config.bootstrap:
             await self.dht.bootstrap(list(self.config.bootstrap))
             await self._join()
@@ -337,6 +344,8 @@ class Node:
             self._execute(self.core.handle(msg, self._now()))
         elif isinstance(msg, Resolved):
             self.hood.learn(msg.key, msg.host)
+        elif isinstance(msg, SchemaHandoff):  # a replica of a schema (routed hand-offs arrive via _arrive)
+            self.schemas.adopt(msg.name, msg.doc)
         elif isinstance(msg, Goodbye):
             self._forget(tuple(msg.host))
         elif isinstance(msg, JoinRequest):
@@ -373,6 +382,7 @@ class Node:
             log.warning("dropped %s after %d hops", type(msg).__name__, hops)
             return
         nxt = self.hood.next_hop(key)
+        self.counters["forwarded" if forwarded else "routed"] += 1
         if nxt is None:  # leaving, and nobody left to hand it to
             self.counters["dropped_no_route"] += 1
             log.warning("dropped %s: no node left to route it to", type(msg).__name__)
@@ -391,6 +401,8 @@ class Node:
             self._send(origin, Resolved(key, self.host))
         if isinstance(msg, SchemaPut):
             status, doc = self.schemas.put(msg.name, msg.doc, self.config.tree_defaults)
+            if status == "created" and self.replication.on:
+                self.replication.send_schema(msg.name, doc)
             self._reply(msg.reply_to, SchemaReply(msg.req, status, doc))
         elif isinstance(msg, SchemaGet):
             doc = self.schemas.get(msg.name)
@@ -398,6 +410,10 @@ class Node:
         elif isinstance(msg, SchemaHandoff):
             self.schemas.adopt(msg.name, msg.doc)
         else:
+            tree = self.core.tree
+            if msg.target not in tree.nodes and msg.target in tree.replicas:
+                # its node is gone and we are responsible now: our copy becomes the node (thesis §3.6)
+                self._execute(tree.promote(msg.target, self._now()))
             self._execute(self.core.handle(msg, self._now()))
 
     def _reply(self, to: Host, msg) -> None:
@@ -460,6 +476,8 @@ class Node:
                 fut = self._removals.get(a.sub_id)
                 if fut is not None and not fut.done():
                     fut.set_result(True)
+            elif isinstance(a, Replicate):
+                self.replication.send(a.update)
             elif isinstance(a, Dropped):
                 self.counters["dropped"] += 1
                 log.warning("dropped %s: %s", type(a.msg).__name__, a.reason)
@@ -507,8 +525,11 @@ class Node:
         actions = self.core.tree.release(lambda t: not self.hood.responsible(tree_key(t)), now)
         moved += sum(isinstance(a.msg, AdoptNode) and a.msg.part == 0 for a in actions)
         for name in [n for n in self.schemas.docs if not self.hood.responsible(schema_key(n))]:
-            handoff = SchemaHandoff(name, self.schemas.docs.pop(name))
-            self._route(schema_key(name), handoff, self.host, 0, forwarded=False)
+            key = schema_key(name)
+            doc = self.schemas.docs[name]
+            if self.host not in self.hood.nearest(key, self.config.replicas):
+                del self.schemas.docs[name]  # not even a replica holder any more
+            self._route(key, SchemaHandoff(name, doc), self.host, 0, forwarded=False)
             moved += 1
         self.counters["handed_off"] += moved
         self._execute(actions)
@@ -532,6 +553,7 @@ class Node:
         self._execute(self.core.tick(now))
         if self.ready:
             self._handoff()
+            self.replication.reconcile(now)
         self._tick = asyncio.get_running_loop().call_later(self.config.tick_interval, self._on_tick)
 
     # --- views ---

@@ -50,9 +50,12 @@ from ..tree.messages import (
     EventDelivery,
     InsertSub,
     LeafUpdate,
+    NodeInfo,
+    NodeQuery,
     ProbePub,
     ProbeSub,
     PubEvent,
+    ReplicaUpdate,
     SubInstalled,
     TransferSub,
     Unsubscribe,
@@ -755,7 +758,10 @@ for _cls, _tag in (
     (Unsubscribed, 7),
     (ProbePub, 8),
     (EventDelivery, 9),
-    (AdoptNode, 13),  # the tree messages' 1-9 are taken; 13 is free and still one CBOR byte
+    (AdoptNode, 13),  # the tree messages' 1-9 are taken; these are free and still one CBOR byte
+    (ReplicaUpdate, 14),
+    (NodeQuery, 15),
+    (NodeInfo, 22),
 ):
     register(_cls, _tag)
 REGISTRY.check()

@@ -7,6 +7,7 @@ parameters, so the same core runs inside the real node, the simulator and the in
 from .config import TreeConfig
 from .core import PubSubCore
 from .messages import (
+    TREE_MESSAGES,
     Action,
     AdoptNode,
     Deliver,
@@ -15,11 +16,15 @@ from .messages import (
     InsertSub,
     LeafUpdate,
     Message,
+    NodeInfo,
+    NodeQuery,
     ProbePub,
     ProbeSub,
     PubEvent,
     Ready,
     Removed,
+    Replicate,
+    ReplicaUpdate,
     SendHost,
     SendTree,
     SubInstalled,
@@ -32,6 +37,7 @@ from .space import Area, Interval, Space, Target, point_of, target_area
 from .treeid import TreeId
 
 __all__ = [
+    "TREE_MESSAGES",
     "Action",
     "AdoptNode",
     "Area",
@@ -43,12 +49,16 @@ __all__ = [
     "Interval",
     "LeafUpdate",
     "Message",
+    "NodeInfo",
+    "NodeQuery",
     "ProbePub",
     "ProbeSub",
     "PubEvent",
     "PubSubCore",
     "Ready",
     "Removed",
+    "ReplicaUpdate",
+    "Replicate",
     "SendHost",
     "SendTree",
     "Space",

@@ -27,6 +27,13 @@ class TreeConfig:
     pending_ttl: float = 60.0
     # subscriptions per TransferSub message (messages are size-bounded on the wire)
     transfer_chunk: int = 64
+    # soft state (thesis §3.6 made explicit): homes renew every installed piece this often, and leaves drop a
+    # piece whose lease ran out (its home is gone); None: no leases (the simulator's churn-free runs)
+    lease_interval: float | None = None
+    lease_ttl: float = 0.0  # 0: three lease intervals
+    # a tree node that messages wait for this long, with no state and no replica here, was lost with every
+    # replica: it is brought back (internal if its children exist, else an empty leaf that leases refill)
+    lost_after: float = 5.0
 
     def __post_init__(self) -> None:
         if not 0 <= self.min_probe_level <= self.max_probe_level <= self.max_level:
@@ -39,3 +46,14 @@ class TreeConfig:
             raise ValueError("widen_fraction must lie in (0, 0.01)")
         if self.transfer_chunk < 1:
             raise ValueError("transfer_chunk must be positive")
+        if self.lease_interval is not None and not self.lease_interval > 0:
+            raise ValueError("lease_interval must be positive (or None: no leases)")
+        if self.lease_ttl and self.lease_interval and self.lease_ttl <= 2 * self.lease_interval:
+            raise ValueError("lease_ttl must exceed two lease intervals, or one late renewal expires a piece")
+
+    @property
+    def lease(self) -> float | None:
+        """How long a piece lives at a leaf without renewal (None: forever)."""
+        if self.lease_interval is None:
+            return None
+        return self.lease_ttl or 3 * self.lease_interval

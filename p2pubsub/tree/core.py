@@ -14,15 +14,30 @@ from ..model import Event, Schema, Subscription
 from .config import TreeConfig
 from .home import Home
 from .host import TreeHost
-from .messages import Action, EventDelivery, Message, PubEvent, SubInstalled, Unsubscribed
+from .messages import (
+    Action,
+    EventDelivery,
+    Message,
+    NodeInfo,
+    PubEvent,
+    ReplicaUpdate,
+    SubInstalled,
+    Unsubscribed,
+)
 
 
 class PubSubCore:
     def __init__(
-        self, host: Hashable, capacity: int, config: TreeConfig, rng: random.Random, inline: bool = False
+        self,
+        host: Hashable,
+        capacity: int,
+        config: TreeConfig,
+        rng: random.Random,
+        inline: bool = False,
+        replicate: bool = False,
     ) -> None:
         self.host = host
-        self.tree = TreeHost(host, capacity, config, inline)
+        self.tree = TreeHost(host, capacity, config, inline, replicate)
         self.home = Home(host, config, rng)
 
     def handle(self, msg: Message, now: float) -> list[Action]:
@@ -32,6 +47,10 @@ class PubSubCore:
             return self.home.on_installed(msg, now)
         if isinstance(msg, Unsubscribed):
             return self.home.on_unsubscribed(msg, now)
+        if isinstance(msg, ReplicaUpdate):
+            return self.tree.apply_replica(msg, now)
+        if isinstance(msg, NodeInfo):
+            return self.tree.on_node_info(msg, now)
         return self.tree.handle(msg, now)
 
     def subscribe(self, schema: Schema, sub: Subscription, now: float, sub_id: str | None = None):
@@ -50,5 +69,4 @@ class PubSubCore:
         return self.home.publish(schema, event, now, event_id, published_at, holds)
 
     def tick(self, now: float) -> list[Action]:
-        self.home.tick(now)
-        return self.tree.tick(now)
+        return self.home.tick(now) + self.tree.tick(now)

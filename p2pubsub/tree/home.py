@@ -19,6 +19,7 @@ from .messages import (
     Action,
     Deliver,
     EventDelivery,
+    InsertSub,
     ProbePub,
     ProbeSub,
     PubEvent,
@@ -44,6 +45,7 @@ class _Version:
     space: Space
     entries: list[SubEntry]
     leaves: dict[int, TreeId] = field(default_factory=dict)  # piece -> leaf that acknowledged it
+    renew_at: float = 0.0  # next lease renewal of every piece (leases on)
     removing: bool = False
     removed: set[int] = field(default_factory=set)
 
@@ -91,7 +93,7 @@ class Home:
         sub_id = sub_id or self.new_id()
         if sub_id in self.subs:
             raise ValueError(f"subscription {sub_id} exists")
-        version = self._version(schema, sub, sub_id, 0)
+        version = self._version(schema, sub, sub_id, 0, now)
         self.subs[sub_id] = _Sub(sub_id, schema, {0: version}, 0)
         return sub_id, self._install(version)
 
@@ -100,7 +102,7 @@ class Home:
         new version is ready, events matching either version may be delivered."""
         state = self.subs[sub_id]
         number = max(state.versions) + 1
-        version = self._version(state.schema, sub, sub_id, number)
+        version = self._version(state.schema, sub, sub_id, number, now)
         state.versions[number] = version
         state.current = number
         state.ready = False
@@ -125,9 +127,15 @@ class Home:
             space = self._spaces[(schema, name)] = space_of(schema, name, self.config)
         return space
 
-    def _version(self, schema: Schema, sub: Subscription, sub_id: str, number: int) -> _Version:
+    def _version(self, schema: Schema, sub: Subscription, sub_id: str, number: int, now: float) -> _Version:
         space, entries = make_entries(sub, schema, sub_id, number, self.host, self.config, self.rng)
-        return _Version(number, sub, space, entries)
+        return _Version(number, sub, space, entries, renew_at=self._next_renewal(now))
+
+    def _next_renewal(self, now: float) -> float:
+        interval = self.config.lease_interval
+        if interval is None:
+            return float("inf")
+        return now + interval * (0.75 + 0.25 * self.rng.random())  # spread out: no synchronised bursts
 
     def _install(self, version: _Version) -> list[Action]:
         out: list[Action] = []
@@ -154,7 +162,10 @@ class Home:
     def on_installed(self, msg: SubInstalled, now: float) -> list[Action]:
         state = self.subs.get(msg.sub_id)
         version = state.versions.get(msg.version) if state else None
-        if version is None or msg.piece in version.leaves:
+        if version is None:
+            return []
+        if msg.piece in version.leaves:  # a renewal's acknowledgement: the leaf may have split since
+            version.leaves[msg.piece] = msg.leaf
             return []
         version.leaves[msg.piece] = msg.leaf
         entry = version.entries[msg.piece]
@@ -236,6 +247,25 @@ class Home:
             out.append(Deliver(sub_id, event))
         return out
 
-    def tick(self, now: float) -> None:
+    def tick(self, now: float) -> list[Action]:
+        """Forget old (event, subscription) pairs; renew the leases of installed pieces (soft state, thesis §3.6):
+        a renewal goes to the leaf that last acknowledged the piece and re-installs it if it was lost; a piece
+        never acknowledged (its probe lost with a crashed node) is probed for again."""
         if self._delivered:
             self._delivered = {k: vt for k, vt in self._delivered.items() if vt[1] > now}
+        out: list[Action] = []
+        for state in self.subs.values():
+            if not state.active:
+                continue
+            for version in state.versions.values():
+                if version.removing or version.renew_at > now:
+                    continue
+                version.renew_at = self._next_renewal(now)
+                for entry in version.entries:
+                    leaf = version.leaves.get(entry.piece)
+                    if leaf is None:
+                        target = probe_leaf(version.space, entry.point, self.config, self.rng)
+                        out.append(SendTree(target, ProbeSub(target, version.space, entry)))
+                    else:
+                        out.append(SendTree(leaf, InsertSub(leaf, version.space, entry, renew=True)))
+        return out

@@ -8,11 +8,12 @@ node that does not exist (yet).
 from __future__ import annotations
 
 from collections import defaultdict, deque
-from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
+from collections.abc import Hashable
+from dataclasses import dataclass
 
 from .config import TreeConfig
-from .leafstore import LeafStore, coordinates
+from .custody import Custody, Replica
+from .leafstore import coordinates
 from .messages import (
     Action,
     AdoptNode,
@@ -20,8 +21,11 @@ from .messages import (
     EventDelivery,
     InsertSub,
     LeafUpdate,
+    NodeQuery,
     ProbePub,
     ProbeSub,
+    Replicate,
+    ReplicaUpdate,
     SendHost,
     SendTree,
     SubInstalled,
@@ -30,34 +34,10 @@ from .messages import (
     Unsubscribe,
     Unsubscribed,
 )
+from .node import Partial, TreeNode
 from .routing import LeafRoutingTable
 from .space import Space
 from .treeid import TreeId
-
-
-@dataclass(slots=True)
-class TreeNode:
-    """A node of the 2d-tree: a leaf with a store, or an internal node with a LeafRoutingTable."""
-
-    id: TreeId
-    space: Space
-    store: LeafStore | None = field(default_factory=LeafStore)
-    lrt: LeafRoutingTable | None = None
-    # leaf: events matched here in full (later probes of the same event are discarded, §3.4.1)
-    # internal: (event, scope) pairs already forwarded (retransmissions are discarded)
-    seen: dict[object, float] = field(default_factory=dict)
-
-    @property
-    def is_leaf(self) -> bool:
-        return self.store is not None
-
-
-@dataclass(slots=True)
-class _Partial:
-    """The parts of a TransferSub or AdoptNode received so far: a node exists only once all have arrived."""
-
-    parts: int
-    got: dict[int, TransferSub | AdoptNode] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -68,10 +48,15 @@ class HostStats:
     dropped: int = 0
     splits: int = 0
     matches: int = 0
+    promoted: int = 0  # replicas that became nodes
+    revived: int = 0  # nodes lost with every replica, brought back
+    expired: int = 0  # pieces whose lease ran out
 
 
-class TreeHost:
-    def __init__(self, host: Hashable, capacity: int, config: TreeConfig, inline: bool = False) -> None:
+class TreeHost(Custody):
+    def __init__(
+        self, host: Hashable, capacity: int, config: TreeConfig, inline: bool = False, replicate: bool = False
+    ) -> None:
         if capacity < 1:
             raise ValueError("leaf capacity must be positive")
         self.host = host
@@ -82,11 +67,14 @@ class TreeHost:
         # costs no message anyway (small networks hold many related nodes); the test harness can turn it off
         # to exercise every interleaving
         self.inline = inline
+        self.replicate = replicate  # report every change of a tree node as a Replicate action (thesis §3.6)
+        self.replicas: dict[TreeId, Replica] = {}
+        self._reviving: dict[TreeId, dict[TreeId, bool | None]] = {}  # lost node -> its children: exist?
         self.stats = HostStats()
         self._spaces: dict[str, Space] = {}
         self._coords: tuple[str | None, dict[str, float]] = (None, {})
-        self._partial: dict[tuple[TreeId, bool], _Partial] = {}  # (node, adopting?) -> parts so far
-        self._parked: dict[TreeId, list[tuple[float, TreeMessage]]] = defaultdict(list)
+        self._partial: dict[tuple[TreeId, bool], Partial] = {}  # (node, adopting?) -> parts so far
+        self._parked: dict[TreeId, list[tuple[float, TreeMessage]]] = defaultdict(list)  # (since, message)
 
     # --- entry point ---
 
@@ -123,19 +111,25 @@ class TreeHost:
             return self._unsubscribe(msg, now)
         if isinstance(msg, AdoptNode):
             return self._adopt(msg, now)
+        if isinstance(msg, NodeQuery):
+            return self._node_query(msg)
         raise TypeError(f"not a tree message: {type(msg).__name__}")
 
     def tick(self, now: float) -> list[Action]:
-        """Forget expired event memories; drop (visibly) messages that waited too long for their node."""
+        """Housekeeping: forget expired event memories, expire lapsed leases, bring back nodes lost with all
+        their replicas, and drop (visibly) messages that waited too long for their node."""
+        out: list[Action] = []
         for node in self.nodes.values():
             if node.seen:
                 node.seen = {k: t for k, t in node.seen.items() if t > now}
-        out: list[Action] = []
+            if node.leases:
+                out.extend(self._expire(node, now))
+        out.extend(self._revive_lost(now))
         for tid in list(self._parked):
             keep = []
-            for expiry, msg in self._parked[tid]:
-                if expiry > now:
-                    keep.append((expiry, msg))
+            for since, msg in self._parked[tid]:
+                if since + self.config.pending_ttl > now:
+                    keep.append((since, msg))
                 else:
                     self.stats.dropped += 1
                     out.append(Dropped(f"tree node {tid} never arrived", msg))
@@ -167,7 +161,7 @@ class TreeHost:
             return node
         if known:
             self.stats.parked += 1
-            self._parked[msg.target].append((now + self.config.pending_ttl, msg))
+            self._parked[msg.target].append((now, msg))
         return None
 
     def _jump(self, target: TreeId) -> TreeId:
@@ -185,7 +179,7 @@ class TreeHost:
     # --- subscriptions ---
 
     def _insert(self, msg: ProbeSub | InsertSub, now: float) -> list[Action]:
-        known = isinstance(msg, InsertSub)
+        known = isinstance(msg, InsertSub) and not msg.renew
         node = self._node(msg, known, now)
         entry = msg.entry
         if node is None:
@@ -196,8 +190,13 @@ class TreeHost:
         if node.store is None:
             child = TreeId(node.id.root, node.lrt.locate(node.space, entry.point))
             return [SendTree(child, InsertSub(child, node.space, entry))]
-        node.store.add(entry)  # a retransmission finds its entry already here: acknowledge again
-        out = self._maybe_split(node, now)
+        out: list[Action] = []
+        if node.store.add(entry) and self.replicate:  # a retransmission or renewal: acknowledge again
+            out.append(Replicate(ReplicaUpdate(node.id, node.space, True, put=(entry,))))
+        lease = self.config.lease
+        if lease is not None:
+            node.leases[entry.key] = now + lease
+        out += self._maybe_split(node, now)
         leaf = node.id
         if not node.is_leaf:  # split just now: name the child that holds it
             leaf = TreeId(leaf.root, node.lrt.locate(node.space, entry.point))
@@ -212,8 +211,12 @@ class TreeHost:
             child = TreeId(node.id.root, node.lrt.locate(node.space, msg.point))
             return [SendTree(child, Unsubscribe(child, node.space, msg.key, msg.point, msg.home))]
         removed = node.store.remove(msg.key)
+        node.leases.pop(msg.key, None)
         sub_id, version, piece = msg.key
-        return [SendHost(msg.home, Unsubscribed(sub_id, version, piece, removed is not None))]
+        out: list[Action] = [SendHost(msg.home, Unsubscribed(sub_id, version, piece, removed is not None))]
+        if removed is not None and self.replicate:
+            out.append(Replicate(ReplicaUpdate(node.id, node.space, True, drop=(msg.key,))))
+        return out
 
     def _maybe_split(self, node: TreeNode, now: float) -> list[Action]:
         """Leaf node split (Program 3.1): halve the area, hand each half's subscriptions to the new child, turn
@@ -231,7 +234,10 @@ class TreeHost:
         node.store = None
         node.lrt = LeafRoutingTable(node.id.path)
         node.seen = {}
+        node.leases = {}
         out: list[Action] = []
+        if self.replicate:
+            out.append(Replicate(ReplicaUpdate(node.id, node.space, False, reset=True)))
         chunk = self.config.transfer_chunk
         for bit, entries in zip("01", halves, strict=True):
             child = node.id.child(bit)
@@ -247,7 +253,7 @@ class TreeHost:
     def _collect(self, msg: TransferSub | AdoptNode, adopting: bool) -> list | None:
         """Gather the parts of a multi-part message; all of them, in order, once the last has arrived."""
         key = (msg.target, adopting)
-        partial = self._partial.setdefault(key, _Partial(msg.parts))
+        partial = self._partial.setdefault(key, Partial(msg.parts))
         partial.got.setdefault(msg.part, msg)  # a retransmitted part changes nothing
         if len(partial.got) < partial.parts:
             return None
@@ -255,8 +261,8 @@ class TreeHost:
         return [partial.got[i] for i in range(partial.parts)]
 
     def _transfer(self, msg: TransferSub, now: float) -> list[Action]:
-        if msg.target in self.nodes:
-            return []  # a retransmission after the node was complete
+        """A new child's subscriptions from its splitting parent. If the node is here already (a retransmission,
+        or a node brought back after it was lost), the subscriptions are merged into it."""
         parts = self._collect(msg, adopting=False)
         if parts is None:
             return []
@@ -265,8 +271,7 @@ class TreeHost:
             node.seen.update((k, now + ttl) for k, ttl in part.seen)
             for entry in part.entries:
                 node.store.add(entry)
-        self.nodes[msg.target] = node
-        return self._maybe_split(node, now) + self._flush(msg.target, now)
+        return self._install(node, now)
 
     def _flush(self, tid: TreeId, now: float) -> list[Action]:
         """Hand the messages that waited for ``tid`` to it, now that it exists."""
@@ -275,88 +280,18 @@ class TreeHost:
             out.extend(self.handle(waiting, now))
         return out
 
-    # --- moving nodes between hosts (DHT responsibility changes: joins, leaves, thesis §3.6) ---
-
-    def release(self, select: Callable[[TreeId], bool], now: float) -> list[Action]:
-        """Give up every tree node (and half-received transfer, and waiting message) that ``select`` picks: the
-        returned actions send them on, addressed to the tree node, i.e. to its now responsible host."""
-        out: list[Action] = []
-        for tid in [t for t in self.nodes if select(t)]:
-            out.extend(SendTree(tid, m) for m in self._export(self.nodes.pop(tid), now))
-        for key in [k for k in self._partial if select(k[0])]:
-            out.extend(SendTree(key[0], m) for m in self._partial.pop(key).got.values())
-        for tid in [t for t in self._parked if select(t)]:
-            out.extend(SendTree(tid, m) for _, m in self._parked.pop(tid))
-        return out
-
-    def _export(self, node: TreeNode, now: float) -> list[AdoptNode]:
-        seen = tuple((k, t - now) for k, t in node.seen.items() if t > now and isinstance(k, str))
-        if node.store is None:
-            inner = sorted(node.lrt.inner)
-            chunk = self.config.transfer_chunk * 16
-            pieces = [tuple(inner[i : i + chunk]) for i in range(0, len(inner), chunk)]
-            return [
-                AdoptNode(node.id, node.space, i, len(pieces), False, inner=p, seen=seen if i == 0 else ())
-                for i, p in enumerate(pieces)
-            ]
-        entries = list(node.store)
-        chunk = self.config.transfer_chunk
-        pieces = [tuple(entries[i : i + chunk]) for i in range(0, len(entries), chunk)] or [()]
-        return [
-            AdoptNode(node.id, node.space, i, len(pieces), True, entries=p, seen=seen if i == 0 else ())
-            for i, p in enumerate(pieces)
-        ]
-
-    def _adopt(self, msg: AdoptNode, now: float) -> list[Action]:
-        """Take over a tree node; if this host already has one (both thought themselves responsible), merge:
-        an internal node wins over a leaf (nodes only split, never merge), and the subscriptions of a leaf
-        that lost are inserted again through the winner's routing table."""
-        parts = self._collect(msg, adopting=True)
-        if parts is None:
-            return []
-        space = self._space(msg.space)
-        incoming = TreeNode(msg.target, space)
-        if not msg.leaf:
-            incoming.store, incoming.lrt = None, LeafRoutingTable(msg.target.path)
-        for part in parts:
-            incoming.seen.update((k, now + ttl) for k, ttl in part.seen)
-            for entry in part.entries:
-                incoming.store.add(entry)
-            for path in part.inner:
-                if path != msg.target.path:
-                    incoming.lrt.learn_split(path)
-        existing = self.nodes.get(msg.target)
-        out: list[Action] = []
-        if existing is None:
-            self.nodes[msg.target] = incoming
-        else:
-            existing.seen.update(incoming.seen)
-            if existing.is_leaf and not incoming.is_leaf:
-                existing.store, orphans = None, list(existing.store)
-                existing.lrt = incoming.lrt
-            else:
-                orphans = list(incoming.store) if incoming.is_leaf else []
-                if not incoming.is_leaf:
-                    for path in incoming.lrt.inner:
-                        existing.lrt.learn_split(path)
-            for entry in orphans:
-                if existing.is_leaf:
-                    existing.store.add(entry)
-                else:
-                    child = TreeId(existing.id.root, existing.lrt.locate(space, entry.point))
-                    out.append(SendTree(child, InsertSub(child, space, entry)))
-        node = self.nodes[msg.target]
-        return out + self._maybe_split(node, now) + self._flush(msg.target, now)
-
     def _leaf_update(self, msg: LeafUpdate, now: float) -> list[Action]:
         node = self._node(msg, True, now)
-        if node is None or node.lrt is None:
+        if node is None:
             return []
+        out: list[Action] = []
+        if node.lrt is None:  # a split below a leaf: this node was lost and came back as a leaf by mistake
+            out = self._make_internal(node, now)
         node.lrt.learn_split(msg.split)
         if node.id.is_root:
-            return []
+            return out
         parent = node.id.parent()
-        return [SendTree(parent, LeafUpdate(parent, msg.split))]
+        return [*out, SendTree(parent, LeafUpdate(parent, msg.split))]
 
     # --- events ---
 

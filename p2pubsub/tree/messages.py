@@ -45,11 +45,16 @@ class ProbeSub:
 
 @dataclass(frozen=True, slots=True)
 class InsertSub:
-    """Insert into a node known to exist (forwarded from an ancestor's routing table, or a known leaf)."""
+    """Insert into a node known to exist (forwarded from an ancestor's routing table, or a known leaf).
+
+    ``renew``: a lease renewal from the subscriber's home to the leaf it last heard from; that node may have
+    split since, or been lost, so a missing node is searched for like a ProbeSub rather than waited for.
+    """
 
     target: TreeId
     space: Space
     entry: SubEntry
+    renew: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +108,41 @@ class AdoptNode:
 
 
 @dataclass(frozen=True, slots=True)
+class ReplicaUpdate:
+    """From a tree node's host to the hosts holding its replicas (thesis §3.6): what changed.
+
+    ``reset`` starts a full snapshot (further parts follow as plain updates: the transport keeps order); a leaf
+    carries its subscriptions, an internal node only that it is one (its routing table is not replicated: a
+    promoted replica starts from its two children, which is always right, and learns the rest again).
+    """
+
+    target: TreeId
+    space: Space
+    leaf: bool
+    put: tuple[SubEntry, ...] = ()
+    drop: tuple[tuple[str, int, int], ...] = ()
+    reset: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class NodeQuery:
+    """Does ``target`` exist? Asked by the host of ``about``, a node whose state was lost with every replica,
+    to decide whether to bring it back as an internal node (its children exist) or as an empty leaf."""
+
+    target: TreeId
+    space: Space
+    about: TreeId
+    reply_to: Host
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInfo:
+    target: TreeId
+    about: TreeId
+    exists: bool
+
+
+@dataclass(frozen=True, slots=True)
 class Unsubscribe:
     target: TreeId
     space: Space
@@ -146,8 +186,9 @@ class EventDelivery:
     subs: tuple[tuple[str, int], ...]
 
 
-TreeMessage = ProbeSub | InsertSub | TransferSub | LeafUpdate | Unsubscribe | ProbePub | AdoptNode
-HomeMessage = SubInstalled | Unsubscribed | EventDelivery
+TreeMessage = ProbeSub | InsertSub | TransferSub | LeafUpdate | Unsubscribe | ProbePub | AdoptNode | NodeQuery
+TREE_MESSAGES = (ProbeSub, InsertSub, TransferSub, LeafUpdate, Unsubscribe, ProbePub, AdoptNode, NodeQuery)
+HomeMessage = SubInstalled | Unsubscribed | EventDelivery | NodeInfo | ReplicaUpdate  # sent to a host
 Message = TreeMessage | HomeMessage
 
 
@@ -197,4 +238,12 @@ class Dropped:
     msg: Message
 
 
-Action = SendTree | SendHost | Deliver | Ready | Removed | Dropped
+@dataclass(frozen=True, slots=True)
+class Replicate:
+    """Send ``update`` to the hosts that hold (or should hold) replicas of its tree node: the runtime knows
+    which they are (the ``r - 1`` DHT nodes closest to the node's key after its own host)."""
+
+    update: ReplicaUpdate
+
+
+Action = SendTree | SendHost | Deliver | Ready | Removed | Dropped | Replicate

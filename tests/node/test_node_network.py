@@ -156,3 +156,40 @@ async def test_garbage_datagrams_are_counted_and_harmless(cluster):
     transport.close()
     await cluster.nodes[0].put_schema("stocks", SCHEMA)  # the node still serves
     assert (await target.get_schema("stocks")) is not None
+
+
+async def test_crashed_nodes_lose_no_acknowledged_subscription():
+    """Two of eight nodes crash at once (no goodbye, no hand-off): their replicas take over, the live homes'
+    subscriptions stay installed, and events published after the failure is detected reach exactly them."""
+    from p2pubsub.tree import TreeConfig
+
+    # leases outlive failure detection (a few seconds): a renewal queued for a dead node must not lapse
+    cluster = Cluster(seed=11, replicas=3, tree=TreeConfig(lease_interval=4.0, lost_after=1.0))
+    try:
+        for _ in range(8):
+            await cluster.add()
+        await cluster.nodes[0].put_schema("stocks", SCHEMA)
+        rng = random.Random(12)
+        installed, _, _ = await run_workload(cluster, rng, subs=60, events=0, subscribers=range(6))
+        await cluster.settle()
+        crashed = cluster.nodes[6:]
+        held = sum(n.info()["tree_nodes"] for n in crashed)
+        for node in crashed:  # a crash: the node vanishes, it tells nobody
+            await node.stop(graceful=False)
+        del cluster.nodes[6:]
+        assert held > 0  # they did hold part of the tree
+        schema = Schema.from_dict("stocks", SCHEMA)
+        # events until the failure is noticed may be lost with the nodes; then every event must be exact
+        gone = {n.host[2] for n in crashed}
+        await until(lambda: not any(c[2] in gone for n in cluster.nodes for c in n.hood.contacts), 20,
+                    "the crashed nodes to be noticed")
+        published = {}
+        for _ in range(30):
+            values = random_event(rng)
+            published[await cluster.nodes[rng.randrange(6)].publish("stocks", values)] = parse_event(schema, values)
+        expected = {(i, s, e) for e, ev in published.items() for s, (i, sub) in installed.items()
+                    if sub.matches(ev.values)}
+        await check_exact(cluster, expected, published)
+        assert sum(n.core.tree.stats.promoted for n in cluster.nodes) > 0
+    finally:
+        await cluster.close()
