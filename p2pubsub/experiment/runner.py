@@ -154,7 +154,7 @@ class Experiment:
             await self._put_schema()
             self.workload_start = self.clock()
             self._phase = "workload"
-            await asyncio.gather(self._subscribe_all(), self._publish_all(), self._churn_all())
+            await _all_or_none(self._subscribe_all(), self._publish_all(), self._churn_all())
             self.publish_end = self.clock()
             self._phase = "drain"
             await self._drain()
@@ -478,6 +478,18 @@ class Experiment:
                 self.node_info[n.index] = await self.clients[n.index].node()
 
         await asyncio.gather(*(info(n) for n in self.fleet.live()))
+
+
+async def _all_or_none(*coros) -> None:
+    """Run the coroutines together; when one fails, cancel the others (and wait for them) before raising."""
+    tasks = [asyncio.create_task(c) for c in coros]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 def run_experiment(scenario: Scenario, out: str | os.PathLike, options: ExperimentOptions | None = None) -> dict:
