@@ -44,6 +44,19 @@ async def run_workload(cluster: Cluster, rng: random.Random, subs: int, events: 
     return installed, published, expected
 
 
+async def publish_and_check(cluster: Cluster, rng: random.Random, installed: dict, events: int) -> None:
+    """Publish ``events`` from random nodes; every installed subscription gets exactly its matches."""
+    schema = Schema.from_dict("stocks", SCHEMA)
+    published = {}
+    for _ in range(events):
+        values = random_event(rng)
+        node = cluster.nodes[rng.randrange(len(cluster.nodes))]
+        published[await node.publish("stocks", values)] = parse_event(schema, values)
+    expected = {(i, s, e) for e, ev in published.items() for s, (i, sub) in installed.items()
+                if sub.matches(ev.values)}
+    await check_exact(cluster, expected, published)
+
+
 async def check_exact(cluster: Cluster, expected: set, published: dict) -> None:
     await until(lambda: {g for g in cluster.got if g[2] in published} >= expected, 15, "every expected delivery")
     await cluster.settle()
@@ -85,14 +98,7 @@ async def test_a_node_joining_later_takes_over_its_keys_without_loss():
         moved = sum(n.counters["handed_off"] for n in cluster.nodes)
         assert moved > 0
         assert sum(n.info()["tree_nodes"] for n in cluster.nodes[4:]) > 0
-        schema = Schema.from_dict("stocks", SCHEMA)
-        published = {}
-        for _ in range(30):
-            values = random_event(rng)
-            published[await cluster.nodes[rng.randrange(8)].publish("stocks", values)] = parse_event(schema, values)
-        expected = {(i, s, e) for e, ev in published.items() for s, (i, sub) in installed.items()
-                    if sub.matches(ev.values)}
-        await check_exact(cluster, expected, published)
+        await publish_and_check(cluster, rng, installed, 30)
     finally:
         await cluster.close()
 
@@ -110,14 +116,7 @@ async def test_a_graceful_leave_hands_everything_over():
         await leaving.stop(graceful=True)
         assert leaving.core.tree.nodes == {} and (held == 0 or leaving.counters["handed_off"] > 0)
         cluster.nodes.pop()
-        schema = Schema.from_dict("stocks", SCHEMA)
-        published = {}
-        for _ in range(30):
-            values = random_event(rng)
-            published[await cluster.nodes[rng.randrange(5)].publish("stocks", values)] = parse_event(schema, values)
-        expected = {(i, s, e) for e, ev in published.items() for s, (i, sub) in installed.items()
-                    if sub.matches(ev.values)}
-        await check_exact(cluster, expected, published)
+        await publish_and_check(cluster, rng, installed, 30)
     finally:
         await cluster.close()
 
@@ -178,18 +177,11 @@ async def test_crashed_nodes_lose_no_acknowledged_subscription():
             await node.stop(graceful=False)
         del cluster.nodes[6:]
         assert held > 0  # they did hold part of the tree
-        schema = Schema.from_dict("stocks", SCHEMA)
         # events until the failure is noticed may be lost with the nodes; then every event must be exact
         gone = {n.host[2] for n in crashed}
         await until(lambda: not any(c[2] in gone for n in cluster.nodes for c in n.hood.contacts), 20,
                     "the crashed nodes to be noticed")
-        published = {}
-        for _ in range(30):
-            values = random_event(rng)
-            published[await cluster.nodes[rng.randrange(6)].publish("stocks", values)] = parse_event(schema, values)
-        expected = {(i, s, e) for e, ev in published.items() for s, (i, sub) in installed.items()
-                    if sub.matches(ev.values)}
-        await check_exact(cluster, expected, published)
+        await publish_and_check(cluster, rng, installed, 30)
         assert sum(n.core.tree.stats.promoted for n in cluster.nodes) > 0
     finally:
         await cluster.close()
