@@ -22,6 +22,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     demo.set_defaults(func=_demo)
 
+    from .sim.cli import add_sim_arguments
+
+    add_sim_arguments(sub.add_parser("sim", help="run a scenario's nodes on the virtual-time simulator"))
+
     from spark.report import add_report_arguments
 
     add_report_arguments(sub.add_parser("report", help="replay simulator traces with PySpark; metrics, plots"))
