@@ -54,6 +54,17 @@ class CountingRoutingTable(RoutingTable):
     def contacts(self) -> list[Contact]:
         return [n for bucket in self.buckets for n in bucket.nodes.values()]
 
+    def contact_pairs(self) -> list[tuple[int, tuple[bytes, str, int]]]:
+        """``(id as int, (id, ip, port))`` of every contact, built once per contact (the neighbourhood's view)."""
+        out = []
+        for bucket in self.buckets:
+            for n in bucket.nodes.values():
+                pair = n.__dict__.get("_pair")
+                if pair is None:
+                    pair = n._pair = (n.long_id, (n.id, n.ip, n.port))
+                out.append(pair)
+        return out
+
 
 class PubSubProtocol(KademliaProtocol):
     def __init__(self, source_node, storage, ksize, *, peers, on_contact: Callable[[Contact], None],
@@ -175,6 +186,9 @@ class DhtServer(Server):
 
     def contacts(self) -> list[Contact]:
         return self.protocol.router.contacts()
+
+    def contact_pairs(self) -> list[tuple[int, tuple[bytes, str, int]]]:
+        return self.protocol.router.contact_pairs()
 
     @property
     def version(self) -> int:

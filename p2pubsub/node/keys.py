@@ -7,11 +7,14 @@ structured identifiers (``stocks.price/0110``, its siblings, its children) unifo
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from kademlia.utils import digest
 
 from ..tree import TreeId
 
 
+@lru_cache(maxsize=1 << 16)  # a pure function of a frozen value, hashed on every routing decision
 def tree_key(tid: TreeId) -> bytes:
     return digest(f"tree:{tid}")
 

@@ -38,7 +38,7 @@ from ..tree import (
     Unsubscribed,
 )
 from .config import NodeConfig
-from .dht import Contact, DhtServer, contact_tuple, new_node_id
+from .dht import Contact, DhtServer, new_node_id
 from .keys import schema_key, tree_key
 from .messages import (
     Goodbye,
@@ -115,6 +115,7 @@ class Node:
         self._told: set[tuple[Host, bytes]] = set()  # (origin, key) pairs we sent a Resolved hint for
         self._tick: asyncio.TimerHandle | None = None
         self._handoff_due = False
+        self._settled: tuple | None = None  # what _on_tick last found nothing to hand off from
         self.core: PubSubCore | None = None
         self.peers: PeerTransport | None = None
         self.dht: DhtServer | None = None
@@ -368,7 +369,7 @@ class Node:
 
     def _sync(self) -> None:
         if self.dht is not None and self.dht.protocol is not None and self.hood.version != self.dht.version:
-            self.hood.update((contact_tuple(c) for c in self.dht.contacts()), self.dht.version)
+            self.hood.update_pairs(self.dht.contact_pairs(), self.dht.version)
 
     def _route(self, key: bytes, msg, origin: Host, hops: int, forwarded: bool) -> None:
         """Hand a keyed message to the node responsible for ``key``: us, or the next hop toward it.
@@ -533,7 +534,13 @@ class Node:
         now = self._now()
         self._execute(self.core.tick(now))
         if self.ready:
-            self._handoff()
+            # nothing to hand off while neither the neighbourhood nor what we hold has changed since a hand-off
+            # check that moved nothing (tree nodes appear only where we were responsible, and leave only here)
+            self._sync()
+            tree = self.core.tree
+            state = (self.hood.version, len(tree.nodes), len(tree._partial), len(tree._parked), len(self.schemas.docs))
+            if state != self._settled and self._handoff() == 0:
+                self._settled = state
         self._tick = asyncio.get_running_loop().call_later(self.config.tick_interval, self._on_tick)
 
     # --- views ---

@@ -121,7 +121,7 @@ class Simulation:
         self.live: list[int] = []  # indices of live nodes, ascending
         self.t0 = 0.0  # virtual time at which the workload clock starts
         self._tasks: set[asyncio.Task] = set()
-        self.refresh_lookups = 0
+        self.refresh_rpcs = 0
 
     # --- the run ---
 
@@ -255,7 +255,8 @@ class Simulation:
         async def one(k: int, index: int) -> None:
             await asyncio.sleep(k * spread_s / max(1, len(live)))
             rng = random.Random(f"p2pubsub.sim/refresh/{self.seed}/{index}")
-            self.refresh_lookups += await refresh_buckets(self.nodes[index].node.dht, rng)
+            rpcs = await refresh_buckets(self.nodes[index].node.dht, rng)
+            self.refresh_rpcs += rpcs
             self.progress.advance("refreshed")
 
         await asyncio.gather(*(self._spawn(one(k, i)) for k, i in enumerate(live)))

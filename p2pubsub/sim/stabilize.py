@@ -7,9 +7,15 @@ level holding a key is closer to the key. kademlia 2.2.3's bootstrap only looks 
 a node that joined early never hears of later nodes in its far levels unless they happen to contact it; in a
 100-node network a few nodes end up believing themselves responsible for keys a closer node also holds, and
 probes wait for tree nodes that live elsewhere. The Kademlia paper's join (§2.3) refreshes every bucket; the
-library refreshes only buckets idle for an hour. Here each node looks up a seeded-random id in the range of every
-bucket of its routing table (the library's own `NodeSpiderCrawl`, as its `_refresh_table` does), repeated while
-refreshing splits buckets; afterwards every non-empty level is represented in every table.
+library refreshes only buckets idle for an hour.
+
+Here each node refreshes every level its routing table holds no contact of (down to a few levels past the deepest
+it knows; the table's buckets are coarser than levels, so they are not the unit): it asks the ``alpha`` contacts
+closest to a seeded-random id of the level's range for their neighbours of that id (``find_node``, the library's
+RPC), up to ``hops`` rounds moving to the closest nodes returned, until one lies in the range; it then pings the
+closest such nodes, which puts them in its table (and it in theirs). A bounded lookup that stops at the first node
+of the range, rather than the library's full `NodeSpiderCrawl` (which contacts every one of the k closest nodes,
+~50 RPCs a bucket, and dominated the simulator's start-up). A second round retries the levels still missing.
 """
 
 from __future__ import annotations
@@ -17,29 +23,65 @@ from __future__ import annotations
 import asyncio
 import random
 
-from kademlia.crawling import NodeSpiderCrawl
 from kademlia.node import Node as Contact
 
 __all__ = ["refresh_buckets"]
 
 
-async def refresh_buckets(server, rng: random.Random, rounds: int = 4) -> int:
-    """Look up a random id in every bucket's range of ``server`` (a kademlia `Server`); returns lookups made."""
+async def refresh_buckets(server, rng: random.Random, rounds: int = 3, hops: int = 6, ping: int = 2,
+                          beyond: int = 3) -> int:
+    """Refresh every level of ``server``'s id space (a kademlia `Server`) that its table holds no contact of, down
+    to ``beyond`` levels past the deepest it knows; returns the RPCs sent."""
     protocol = server.protocol
-    done: set[tuple[int, int]] = set()
-    lookups = 0
+    me_bytes = server.node.id
+    me = server.node.long_id
+    rpcs = 0
     for _ in range(rounds):
-        todo = [b.range for b in protocol.router.buckets if b.range not in done]
+        known = {160 - (me ^ c.long_id).bit_length() for c in protocol.router.contacts()}
+        deepest = max(known, default=0)
+        todo = [j for j in range(min(160, deepest + beyond + 1)) if j not in known]
         if not todo:
             break
-        crawls = []
-        for lo, hi in todo:
-            done.add((lo, hi))
-            target = Contact(rng.randint(lo, hi).to_bytes(20, "big"))
-            nearest = protocol.router.find_neighbors(target, server.alpha)
-            if nearest:
-                crawls.append(NodeSpiderCrawl(protocol, target, nearest, server.ksize, server.alpha).find())
-        lookups += len(crawls)
-        if crawls:
-            await asyncio.gather(*crawls)
-    return lookups
+        ranges = [_level_range(me, j) for j in todo]
+        results = await asyncio.gather(
+            *(_refresh_range(server, lo, hi, rng, hops, ping, me_bytes) for lo, hi in ranges)
+        )
+        rpcs += sum(results)
+    return rpcs
+
+
+def _level_range(me: int, j: int) -> tuple[int, int]:
+    """Ids sharing exactly ``j`` leading bits with ``me``: the first ``j`` bits equal, bit ``j`` flipped."""
+    low_bits = 159 - j
+    lo = ((me >> low_bits) ^ 1) << low_bits
+    return lo, lo | ((1 << low_bits) - 1)
+
+
+async def _refresh_range(server, lo: int, hi: int, rng: random.Random, hops: int, ping: int, me: bytes) -> int:
+    protocol = server.protocol
+    target = Contact(rng.randint(lo, hi).to_bytes(20, "big"))
+    asked: set[bytes] = set()
+    ask = protocol.router.find_neighbors(target, server.alpha)
+    rpcs = 0
+    for _ in range(hops):
+        ask = [c for c in ask if c.id not in asked]
+        if not ask:
+            return rpcs
+        asked.update(c.id for c in ask)
+        replies = await asyncio.gather(*(protocol.call_find_node(c, target) for c in ask))
+        rpcs += len(ask)
+        found: dict[bytes, Contact] = {}
+        for ok, nodes in replies:
+            if ok and isinstance(nodes, list):
+                for t in nodes:
+                    c = Contact(*t)
+                    if c.id != me:
+                        found[c.id] = c
+        closest = sorted(found.values(), key=lambda c: c.distance_to(target))
+        in_range = [c for c in closest if lo <= c.long_id <= hi]
+        if in_range:
+            fresh = [c for c in in_range if protocol.router.is_new_node(c)][:ping]
+            await asyncio.gather(*(protocol.call_ping(c) for c in fresh))
+            return rpcs + len(fresh)
+        ask = closest[: server.alpha]
+    return rpcs
