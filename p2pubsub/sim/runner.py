@@ -30,6 +30,7 @@ import asyncio
 import logging
 import random
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ from ..trace import TraceWriter
 from ..tree import TreeConfig
 from ..workload import Workload
 from ..workload import from_scenario as workload_from_scenario
+from .frames import shared_frames
 from .kademlia_nodes import KADEMLIA_PORT, node_id
 from .kademlia_patch import kademlia_on_loop
 from .network import SimNetwork
@@ -104,6 +106,7 @@ class Simulation:
         progress: Progress | None = None,
         node_config: dict[str, Any] | None = None,
         check_trace: bool = False,
+        share_frames: bool = True,
     ) -> None:
         if scenario.mode != "dht":
             raise ValueError(f"p2pubsub sim runs mode 'dht' scenarios; {scenario.name} has mode {scenario.mode!r}")
@@ -112,6 +115,7 @@ class Simulation:
         self.progress = progress or Progress(enabled=False)
         self.node_config = node_config or {}
         self.check_trace = check_trace
+        self.share_frames = share_frames  # receivers get the sender's message object (frames.py): same results
         self.seed = scenario.seed
         self.workload: Workload = workload_from_scenario(scenario)
         self.schema = self.workload.parsed_schema()
@@ -140,7 +144,7 @@ class Simulation:
         self.observer.check_types = self.check_trace
         self.net.trace = self.observer.datagram
         try:
-            with kademlia_on_loop(loop, seed=self.seed):
+            with kademlia_on_loop(loop, seed=self.seed), (shared_frames() if self.share_frames else nullcontext()):
                 loop.run_until_complete(self._main())
                 self.end_time = loop.time()
                 self._cancel_leftovers()
@@ -385,10 +389,14 @@ def run_scenario(
     progress: Progress | None = None,
     node_config: dict[str, Any] | None = None,
     check_trace: bool = False,
+    share_frames: bool = True,
 ) -> dict[str, Any]:
     """Run a scenario (a `Scenario` or a TOML path) and write its trace and summary to ``out_dir``."""
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
-    sim = Simulation(scenario, out_dir, progress=progress, node_config=node_config, check_trace=check_trace)
+    sim = Simulation(
+        scenario, out_dir, progress=progress, node_config=node_config, check_trace=check_trace,
+        share_frames=share_frames,
+    )
     return sim.run()
 
