@@ -45,7 +45,11 @@ class CountingRoutingTable(RoutingTable):
 
     def add_contact(self, node: Contact) -> None:
         super().add_contact(node)
-        self.version += 1
+        if self.holds(node):  # not when it only went to a full bucket's replacement cache
+            self.version += 1
+
+    def holds(self, node: Contact) -> bool:
+        return node.id in self.buckets[self.get_bucket_for(node)].nodes
 
     def remove_contact(self, node: Contact) -> None:
         super().remove_contact(node)
@@ -122,7 +126,8 @@ class PubSubProtocol(KademliaProtocol):
         if not self.router.is_new_node(node):
             return
         self.router.add_contact(node)
-        self.on_contact(node)
+        if self.router.holds(node):  # a full bucket keeps it as a replacement only: nothing changed
+            self.on_contact(node)
 
     # --- tolerant failure detection ---
 
