@@ -27,6 +27,11 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     )
     parser.add_argument("--seed", type=int, help="override the scenario's seed")
     parser.add_argument(
+        "--tick-interval",
+        type=float,
+        help="seconds between a node's housekeeping ticks (expiry, hand-off checks; default: the node's, 2 s)",
+    )
+    parser.add_argument(
         "--check-trace", action="store_true", help="also check that every receipt matches its message's type"
     )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="log warnings (-v) or more (-vv)")
@@ -53,8 +58,10 @@ def run_from_args(args: argparse.Namespace) -> int:
         return 2
     if args.seed is not None:
         scenario = replace(scenario, seed=args.seed)
+    node_config = {} if args.tick_interval is None else {"tick_interval": args.tick_interval}
     summary = run_scenario(
-        scenario, args.out, progress=Progress(enabled=args.progress), check_trace=args.check_trace
+        scenario, args.out, progress=Progress(enabled=args.progress), check_trace=args.check_trace,
+        node_config=node_config,
     )
     d = summary["deliveries"]
     lat = summary["latency_ms"]["delivery"]
