@@ -18,6 +18,7 @@ class Neighbourhood:
         self.me = me
         self._me_int = int.from_bytes(me[0], "big")
         self._contacts: list[tuple[int, tuple]] = []
+        self._ids: set[int] = set()
         self.version = -1
         self._closest: dict[bytes, tuple] = {}  # key -> closest known host, valid for this version
         self._closest_other: dict[bytes, tuple] = {}  # key -> closest known host other than us, likewise
@@ -36,6 +37,18 @@ class Neighbourhood:
         self.version = version
         me = self._me_int
         self._contacts = [p for p in pairs if p[0] != me]
+        self._ids = {p[0] for p in self._contacts}
+        self._closest.clear()
+        self._closest_other.clear()
+
+    def add_pairs(self, pairs: list[tuple[int, tuple]], version: int) -> None:
+        """Catch up with contacts added to the DHT's table since our version (and nothing else changed)."""
+        self.version = version
+        ids = self._ids
+        for p in pairs:
+            if p[0] not in ids and p[0] != self._me_int:
+                ids.add(p[0])
+                self._contacts.append(p)
         self._closest.clear()
         self._closest_other.clear()
 

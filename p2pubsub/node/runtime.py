@@ -369,7 +369,11 @@ class Node:
 
     def _sync(self) -> None:
         if self.dht is not None and self.dht.protocol is not None and self.hood.version != self.dht.version:
-            self.hood.update_pairs(self.dht.contact_pairs(), self.dht.version)
+            added = self.dht.added_since(self.hood.version)
+            if added is None:
+                self.hood.update_pairs(self.dht.contact_pairs(), self.dht.version)
+            else:
+                self.hood.add_pairs(added, self.dht.version)
 
     def _route(self, key: bytes, msg, origin: Host, hops: int, forwarded: bool) -> None:
         """Hand a keyed message to the node responsible for ``key``: us, or the next hop toward it.
