@@ -15,7 +15,8 @@ closest to a seeded-random id of the level's range for their neighbours of that 
 RPC), up to ``hops`` rounds moving to the closest nodes returned, until one lies in the range; it then pings the
 closest such nodes, which puts them in its table (and it in theirs). A bounded lookup that stops at the first node
 of the range, rather than the library's full `NodeSpiderCrawl` (which contacts every one of the k closest nodes,
-~50 RPCs a bucket, and dominated the simulator's start-up). A second round retries the levels still missing.
+~50 RPCs a bucket, and dominated the simulator's start-up). A second and third
+round retry the levels still missing, and the library's full lookup takes the last few.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import random
 
+from kademlia.crawling import NodeSpiderCrawl
 from kademlia.node import Node as Contact
 
 __all__ = ["refresh_buckets"]
@@ -47,6 +49,20 @@ async def refresh_buckets(server, rng: random.Random, rounds: int = 3, hops: int
             *(_refresh_range(server, lo, hi, rng, hops, ping, me_bytes) for lo, hi in ranges)
         )
         rpcs += sum(results)
+    # the few levels the bounded lookups missed: the library's full lookup (it finds the k closest to the target,
+    # and those in the level's range are pinged into the table)
+    known = {160 - (me ^ c.long_id).bit_length() for c in protocol.router.contacts()}
+    deepest = max(known, default=0)
+    for j in [j for j in range(min(160, deepest + beyond + 1)) if j not in known]:
+        lo, hi = _level_range(me, j)
+        target = Contact(rng.randint(lo, hi).to_bytes(20, "big"))
+        nearest = protocol.router.find_neighbors(target, server.alpha)
+        if not nearest:
+            continue
+        found = await NodeSpiderCrawl(protocol, target, nearest, server.ksize, server.alpha).find()
+        fresh = [c for c in found if lo <= c.long_id <= hi and c.id != me_bytes and protocol.router.is_new_node(c)]
+        await asyncio.gather(*(protocol.call_ping(c) for c in fresh[:ping]))
+        rpcs += server.ksize + len(fresh[:ping])
     return rpcs
 
 
