@@ -106,6 +106,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "through the REST API, carry out its churn timeline (join, leave = SIGTERM, crash = SIGKILL), "
                     "and write DIR/summary.json and the merged message traces."))
 
+    from .sim.cli import add_sim_arguments
+
+    add_sim_arguments(sub.add_parser("sim", help="run a scenario's nodes on the virtual-time simulator"))
+
     from spark.report import add_report_arguments
 
     add_report_arguments(sub.add_parser("report", help="replay simulator traces with PySpark; metrics, plots"))

@@ -37,22 +37,62 @@ class BootstrapError(RuntimeError):
 
 
 class CountingRoutingTable(RoutingTable):
-    """kademlia's routing table with a change counter."""
+    """kademlia's routing table with a change counter, and a short log of the contacts added, so that a view of
+    the table can catch up by adding them instead of copying the whole table at every change."""
+
+    LOG = 256  # changes remembered
 
     def flush(self) -> None:
         super().flush()
         self.version = getattr(self, "version", 0) + 1
+        self._log: list[tuple[int, Contact | None]] = [(self.version, None)]
 
     def add_contact(self, node: Contact) -> None:
         super().add_contact(node)
-        self.version += 1
+        if self.holds(node):  # not when it only went to a full bucket's replacement cache
+            self._change(node)
+
+    def holds(self, node: Contact) -> bool:
+        return node.id in self.buckets[self.get_bucket_for(node)].nodes
 
     def remove_contact(self, node: Contact) -> None:
         super().remove_contact(node)
+        self._change(None)  # a removal (which may promote a replacement): views start over
+
+    def _change(self, added: Contact | None) -> None:
         self.version += 1
+        self._log.append((self.version, added))
+        if len(self._log) > 2 * self.LOG:
+            del self._log[: self.LOG]
+
+    def added_since(self, version: int) -> list[tuple[int, tuple[bytes, str, int]]] | None:
+        """`contact_pairs` of the contacts added after ``version``, or None if anything else changed since (or
+        the log no longer reaches back that far): then a view must copy the whole table."""
+        log = self._log
+        if not log or log[0][0] > version + 1:
+            return None
+        out = []
+        for v, node in reversed(log):
+            if v <= version:
+                break
+            if node is None:
+                return None
+            out.append(_pair(node))
+        return out
 
     def contacts(self) -> list[Contact]:
         return [n for bucket in self.buckets for n in bucket.nodes.values()]
+
+    def contact_pairs(self) -> list[tuple[int, tuple[bytes, str, int]]]:
+        """``(id as int, (id, ip, port))`` of every contact, built once per contact (the neighbourhood's view)."""
+        return [_pair(n) for bucket in self.buckets for n in bucket.nodes.values()]
+
+
+def _pair(n: Contact) -> tuple[int, tuple[bytes, str, int]]:
+    pair = n.__dict__.get("_pair")
+    if pair is None:
+        pair = n._pair = (n.long_id, (n.id, n.ip, n.port))
+    return pair
 
 
 class PubSubProtocol(KademliaProtocol):
@@ -111,7 +151,8 @@ class PubSubProtocol(KademliaProtocol):
         if not self.router.is_new_node(node):
             return
         self.router.add_contact(node)
-        self.on_contact(node)
+        if self.router.holds(node):  # a full bucket keeps it as a replacement only: nothing changed
+            self.on_contact(node)
 
     # --- tolerant failure detection ---
 
@@ -175,6 +216,12 @@ class DhtServer(Server):
 
     def contacts(self) -> list[Contact]:
         return self.protocol.router.contacts()
+
+    def contact_pairs(self) -> list[tuple[int, tuple[bytes, str, int]]]:
+        return self.protocol.router.contact_pairs()
+
+    def added_since(self, version: int) -> list[tuple[int, tuple[bytes, str, int]]] | None:
+        return self.protocol.router.added_since(version)
 
     @property
     def version(self) -> int:

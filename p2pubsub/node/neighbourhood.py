@@ -18,8 +18,10 @@ class Neighbourhood:
         self.me = me
         self._me_int = int.from_bytes(me[0], "big")
         self._contacts: list[tuple[int, tuple]] = []
+        self._ids: set[int] = set()
         self.version = -1
         self._closest: dict[bytes, tuple] = {}  # key -> closest known host, valid for this version
+        self._closest_other: dict[bytes, tuple] = {}  # key -> closest known host other than us, likewise
         self._resolved: OrderedDict[bytes, tuple] = OrderedDict()  # key -> host that said it is responsible
         self._cache_size = cache_size
         self.leaving = False  # a leaving node is responsible for nothing
@@ -28,8 +30,27 @@ class Neighbourhood:
         if version == self.version:
             return
         self.version = version
-        self._contacts = [(int.from_bytes(c[0], "big"), c) for c in contacts if c[0] != self.me[0]]
+        self.update_pairs([(int.from_bytes(c[0], "big"), c) for c in contacts], version)
+
+    def update_pairs(self, pairs: list[tuple[int, tuple]], version: int) -> None:
+        """`update` from ``(id as int, contact)`` pairs (the DHT keeps them built: no conversion per call)."""
+        self.version = version
+        me = self._me_int
+        self._contacts = [p for p in pairs if p[0] != me]
+        self._ids = {p[0] for p in self._contacts}
         self._closest.clear()
+        self._closest_other.clear()
+
+    def add_pairs(self, pairs: list[tuple[int, tuple]], version: int) -> None:
+        """Catch up with contacts added to the DHT's table since our version (and nothing else changed)."""
+        self.version = version
+        ids = self._ids
+        for p in pairs:
+            if p[0] not in ids and p[0] != self._me_int:
+                ids.add(p[0])
+                self._contacts.append(p)
+        self._closest.clear()
+        self._closest_other.clear()
 
     @property
     def contacts(self) -> list[tuple]:
@@ -37,22 +58,23 @@ class Neighbourhood:
 
     def closest(self, key: bytes, exclude_me: bool = False) -> tuple:
         """The node closest to ``key`` among those known (this node included unless leaving or excluded)."""
-        if not exclude_me and not self.leaving:
-            cached = self._closest.get(key)
-            if cached is not None:
-                return cached
+        mine = not exclude_me and not self.leaving
+        cache = self._closest if mine else self._closest_other
+        cached = cache.get(key)
+        if cached is not None:
+            return cached
         k = int.from_bytes(key, "big")
         best, best_d = None, None
-        if not exclude_me and not self.leaving:
+        if mine:
             best, best_d = self.me, self._me_int ^ k
         for cid, c in self._contacts:
             d = cid ^ k
             if best_d is None or d < best_d:
                 best, best_d = c, d
-        if not exclude_me and not self.leaving:
-            if len(self._closest) > self._cache_size:
-                self._closest.clear()
-            self._closest[key] = best
+        if best is not None:
+            if len(cache) > self._cache_size:
+                cache.clear()
+            cache[key] = best
         return best
 
     def nearest(self, key: bytes, n: int) -> list[tuple]:

@@ -42,7 +42,7 @@ from ..tree import (
     Unsubscribed,
 )
 from .config import NodeConfig
-from .dht import Contact, DhtServer, contact_tuple, new_node_id
+from .dht import Contact, DhtServer, new_node_id
 from .keys import schema_key, tree_key
 from .messages import (
     Goodbye,
@@ -108,6 +108,7 @@ class Node:
         self._told: set[tuple[Host, bytes]] = set()  # (origin, key) pairs we sent a Resolved hint for
         self._tick: asyncio.TimerHandle | None = None
         self._handoff_due = False
+        self._settled: tuple | None = None  # what _on_tick last found nothing to hand off from
         self.core: PubSubCore | None = None
         self.peers: PeerTransport | None = None
         self.dht: DhtServer | None = None
@@ -366,7 +367,11 @@ class Node:
 
     def _sync(self) -> None:
         if self.dht is not None and self.dht.protocol is not None and self.hood.version != self.dht.version:
-            self.hood.update((contact_tuple(c) for c in self.dht.contacts()), self.dht.version)
+            added = self.dht.added_since(self.hood.version)
+            if added is None:
+                self.hood.update_pairs(self.dht.contact_pairs(), self.dht.version)
+            else:
+                self.hood.add_pairs(added, self.dht.version)
 
     def _route(self, key: bytes, msg, origin: Host, hops: int, forwarded: bool) -> None:
         """Hand a keyed message to the node responsible for ``key``: us, or the next hop toward it.
@@ -552,7 +557,13 @@ class Node:
         now = self._now()
         self._execute(self.core.tick(now))
         if self.ready:
-            self._handoff()
+            # nothing to hand off while neither the neighbourhood nor what we hold has changed since a hand-off
+            # check that moved nothing (tree nodes appear only where we were responsible, and leave only here)
+            self._sync()
+            tree = self.core.tree
+            state = (self.hood.version, len(tree.nodes), len(tree._partial), len(tree._parked), len(self.schemas.docs))
+            if state != self._settled and self._handoff() == 0:
+                self._settled = state
             self.replication.reconcile(now)
         self._tick = asyncio.get_running_loop().call_later(self.config.tick_interval, self._on_tick)
 
