@@ -97,3 +97,35 @@ class ScotCluster:
         for n in reversed(self.nodes):
             if n.state != "stopped":
                 await n.stop(graceful=False)
+
+
+class RestScot:
+    """A :class:`ScotCluster` whose nodes each serve the REST API (port 0); ``clients[i]`` talks to node i."""
+
+    def __init__(self, cluster: ScotCluster) -> None:
+        self.cluster = cluster
+        self.apis = []
+        self.registries = []
+        self.clients = []
+
+    async def serve_all(self) -> None:
+        from p2pubsub.api import SubscriptionRegistry, make_app, start_api
+        from p2pubsub.client import AsyncClient
+        from p2pubsub.scot.service import ScotApiService
+
+        for node in self.cluster.nodes[len(self.apis):]:
+            registry = SubscriptionRegistry()
+            service = ScotApiService(node, registry)
+            api = await start_api(make_app(service, registry), "127.0.0.1", 0)
+            self.apis.append(api)
+            self.registries.append(registry)
+            self.clients.append(AsyncClient(api.url))
+
+    async def close(self) -> None:
+        for c in self.clients:
+            await c.close()
+        for api in self.apis:
+            await api.close()
+        for r in self.registries:
+            await r.aclose()
+        await self.cluster.close()
