@@ -34,7 +34,11 @@ async def serve_scot(config: NodeConfig, scot: ScotConfig, stop: asyncio.Event |
     service = ScotApiService(node, registry)
     try:
         await node.start()
-    except (BootstrapError, OSError, DefinitionError, NodeError) as e:
+    except (DefinitionError, NodeError) as e:  # joined the DHT, but cannot take part in this overlay: leave it
+        log.error("cannot start: %s", e)
+        await node.stop(graceful=True)
+        return 2
+    except (BootstrapError, OSError) as e:
         log.error("cannot start: %s", e)
         await node.stop(graceful=False)
         return 2
