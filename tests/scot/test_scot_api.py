@@ -104,6 +104,8 @@ async def test_advertisement_endpoints_refuse_bad_input_precisely(one):
     assert e.value.code == "no_advertisement"
     info = await api.node()
     assert info["overlay"]["state"] == "active" and info["overlay"]["position"] == {"region": "A", "cluster": 0}
+    metrics = await api.metrics()
+    assert "p2pubsub_node_active 1.0" in metrics and 'status="500"' not in metrics
 
 
 async def test_a_standby_node_serves_schemas_but_no_client_commands(one):
