@@ -12,7 +12,7 @@ Nodes take broker positions of a named SCOT through the DHT and run the pure cor
 - :mod:`.echo`: termination detection: when a command is installed.
 - :mod:`.runtime`: :class:`~.runtime.ScotNode`, the node: slots, standby, client commands.
 - :mod:`.service`: :class:`~.service.ScotApiService`, the REST API's view of a node (plus advertisements).
-- :mod:`.messages`, :mod:`.wire`: peer messages (tags 40–52) and the registry with the cores' messages (64–81).
+- :mod:`.messages`, :mod:`.wire`: peer messages (tags 40–53) and the registry with the cores' messages (64–81).
 - :mod:`.main`: ``serve_scot``, what ``p2pubsub node --overlay scot|padres`` runs.
 """
 

@@ -184,7 +184,7 @@ class Broker:
             if held is not None:
                 held.append((msg, cause))
             else:
-                self.node.counters["dropped_from_non_neighbour"] += 1
+                self.node.refuse(addr, msg, "dropped_from_non_neighbour")
             return
         if isinstance(msg, Bye):
             if msg.position == link.position and msg.epoch == link.epoch:
@@ -217,9 +217,8 @@ class Broker:
                 await asyncio.sleep(0.5)
                 continue
             if schema is None:  # no such schema anywhere: the message cannot be handled
-                self.node.counters["dropped_unknown_schema"] += 1
                 if link.inbox:
-                    link.inbox.popleft()
+                    self.node.refuse(link.addr, link.inbox.popleft()[0], "dropped_unknown_schema")
             else:
                 self.learn_schema(schema)
             link.blocked = False
@@ -271,19 +270,22 @@ class Broker:
         self.node._spawn(self._check(link, hello))
 
     async def _check(self, link: Link, hello: tuple | None) -> None:
-        try:
-            reply = await self.node.lookup_slot(slot_name(self.node.scot.name, link.position))
-        except Exception:
-            reply = None
-        finally:
-            link.checking = False
+        for attempt in range(5 if hello is not None else 1):  # a Hello's sender waits for our answer: retry
+            try:
+                reply = await self.node.lookup_slot(slot_name(self.node.scot.name, link.position))
+                break
+            except Exception:
+                reply = None
+                if attempt < 4 and hello is not None:
+                    await asyncio.sleep(0.2 * (attempt + 1))
+        link.checking = False
         if self.closed:
             return
         if reply is not None:
             self.apply_directory(link.position, reply.holder, reply.epoch, from_hello=hello)
         if hello is not None and hello[0] in self.unverified and link.addr != hello[0]:
-            held = self.unverified.pop(hello[0])
-            self.node.counters["dropped_unverified"] += len(held)
+            for msg, _cause in self.unverified.pop(hello[0]):
+                self.node.refuse(hello[0], msg, "dropped_unverified")
 
     def apply_directory(self, q: BrokerId, holder: Any, epoch: int, from_hello: tuple | None = None) -> None:
         link = self.links[q]

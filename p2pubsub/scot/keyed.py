@@ -13,6 +13,14 @@ What the node responsible for a key keeps (and copies to the next ``replicas - 1
 * slot leases (:class:`~.messages.SlotClaim` / ``SlotRelease`` / ``SlotGet``, :class:`~.store.SlotStore`). A slot
   change is answered only after every replica holder acknowledged its copy (or ``ack_timeout`` passed), so a
   node that takes over a crashed responsible node's keys holds every lease its predecessor granted.
+
+Responsibility is verified. "The closest node I know" is a local view: in a young network a node may know no
+node of the key's half of the ID space and believe itself responsible while a closer node, elsewhere, believes
+the same — two compare-and-set stores, two grants of one slot (this happened when 56 nodes joined one by one).
+So before a node serves a keyed request for a key it has not verified within ``verify_ttl``, it runs Kademlia's
+iterative node lookup for the key (``NodeSpiderCrawl``: the network's closest nodes, not our view of them) and
+serves only if none is closer; otherwise it forwards the request to the closest one found (strictly closer at
+each step: no loop). Requests for the key wait meanwhile, in order.
 """
 
 from __future__ import annotations
@@ -25,6 +33,8 @@ from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from kademlia.crawling import NodeSpiderCrawl, RPCFindResponse
 
 from overlays import BrokerId
 
@@ -54,6 +64,7 @@ from .errors import NodeError
 from .messages import (
     OverlayGet,
     OverlayPut,
+    RecordQuery,
     Replica,
     ReplicaAck,
     SlotClaim,
@@ -69,6 +80,7 @@ log = logging.getLogger(__name__)
 
 Host = tuple  # (node_id: bytes, ip: str, port: int)
 REPLIES = (SchemaReply, StoreReply, SlotReply)
+VERIFIED = (SchemaPut, SchemaGet, OverlayPut, OverlayGet, SlotClaim, SlotRelease, SlotGet)  # served after a look-up
 
 
 @dataclass(slots=True)
@@ -76,6 +88,18 @@ class _AckWait:
     waiting: set
     then: Callable[[], None]
     timer: asyncio.TimerHandle | None = None
+
+
+class _Lookup(NodeSpiderCrawl):
+    """Kademlia's iterative node look-up, remembering which nodes answered."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.alive: set[bytes] = set()
+
+    async def _nodes_found(self, responses: dict) -> Any:
+        self.alive.update(peer for peer, r in responses.items() if RPCFindResponse(r).happened())
+        return await super()._nodes_found(responses)
 
 
 def key_of(kind: str, name: str) -> bytes:
@@ -92,13 +116,19 @@ class KeyedPeer:
 
     def __init__(self, config: NodeConfig | None = None, *, rng: random.Random | None = None,
                  node_id: bytes | None = None, observer: Observer = NULL_OBSERVER, replicas: int = 3,
-                 ack_timeout: float = 1.0) -> None:
+                 ack_timeout: float = 1.0, verify_ttl: float = 30.0) -> None:
         self.config = config or NodeConfig()
         self.rng = rng or random.Random()
         self.id = node_id or new_node_id(self.rng)
         self.observer = observer
         self.replicas = replicas
         self.ack_timeout = ack_timeout
+        self.verify_ttl = verify_ttl
+        self._owners: dict[bytes, tuple[float, Any, tuple]] = {}  # key -> (valid until, "me" | closer host, found)
+        self._verifying: dict[bytes, list[tuple]] = {}  # key -> routed items waiting for the look-up
+        self._crawls: set[asyncio.Task] = set()
+        self._recovering: dict[str, list[tuple]] = {}  # slot -> requests waiting for the other copies
+        self._recovered: dict[str, float] = {}  # slot -> until when "no copy anywhere" stands
         self.host: Host | None = None
         self.ready = False
         self.counters: Counter = Counter()
@@ -188,6 +218,8 @@ class KeyedPeer:
                 self._send(c, Goodbye(self.host))
             self._handoff()
             await self._drained(self.config.join_timeout)
+        for task in list(self._crawls):
+            task.cancel()
         for wait in self._acks.values():
             if wait.timer is not None:
                 wait.timer.cancel()
@@ -324,6 +356,9 @@ class KeyedPeer:
                 self._send(msg.reply_to, ReplicaAck(msg.req))
         elif isinstance(msg, ReplicaAck):
             self._acked(msg.req, tuple(addr))
+        elif isinstance(msg, RecordQuery):
+            doc = self._doc(msg.kind, msg.name)
+            self._send(msg.reply_to, StoreReply(msg.req, "found" if doc else "missing", doc))
         elif isinstance(msg, SchemaHandoff):
             self.schemas.adopt(msg.name, msg.doc)
         elif isinstance(msg, Goodbye):
@@ -367,6 +402,8 @@ class KeyedPeer:
         if not self.ready:
             self._parked.append((key, msg, origin, hops))
             return
+        if isinstance(msg, VERIFIED) and not self._serve(key, msg, origin, hops):
+            return
         if hops > 0 and origin != self.host and (origin, key) not in self._told:
             if len(self._told) > 100_000:
                 self._told.clear()
@@ -389,6 +426,8 @@ class KeyedPeer:
         elif isinstance(msg, OverlayGet):
             doc = self.overlays.get(msg.name)
             self._reply(msg.reply_to, StoreReply(msg.req, "found" if doc else "missing", doc))
+        elif isinstance(msg, SlotClaim | SlotRelease) and not self._slot_known(key, msg, origin, hops):
+            return
         elif isinstance(msg, SlotClaim):
             status, rec = self.slots.claim(msg.slot, tuple(msg.claimant), msg.epoch, msg.lease, now)
             self.counters[f"slot_{status}"] += 1
@@ -406,6 +445,118 @@ class KeyedPeer:
             self.schemas.adopt(msg.name, msg.doc)
         else:
             self.counters["unexpected_routed"] += 1
+
+    # --- verified responsibility ---
+
+    def _serve(self, key: bytes, msg: Any, origin: Host, hops: int) -> bool:
+        """Whether to handle a keyed request here now; else it waits for a look-up or goes to a closer node."""
+        entry = self._owners.get(key)
+        if entry is not None and entry[1] is not None:
+            if entry[0] <= self._now() and key not in self._verifying:  # stale: use it, look up again meanwhile
+                self._verifying[key] = []
+                self._lookup(key)
+            owner = entry[1]
+            if owner == "me":
+                return True
+            if hops < self.config.max_hops:
+                self.counters["forwarded_after_lookup"] += 1
+                self._send(owner, Routed(key, msg, origin, hops + 1))
+            return False
+        waiting = self._verifying.get(key)
+        if waiting is None:
+            waiting = self._verifying[key] = []
+            self._lookup(key)
+        waiting.append((key, msg, origin, hops))
+        return False
+
+    def _lookup(self, key: bytes) -> None:
+        task = self._loop.create_task(self._verify(key))
+        self._crawls.add(task)
+        task.add_done_callback(self._crawls.discard)
+
+    async def _verify(self, key: bytes) -> None:
+        found: list = []
+        try:
+            target = Contact(key)
+            nearest = self.dht.protocol.router.find_neighbors(target, k=self.config.alpha)
+            if nearest:
+                spider = _Lookup(self.dht.protocol, target, nearest, self.config.ksize, self.config.alpha)
+                # the crawl's result may still name nodes that did not answer (pushed back by a later reply)
+                found = [contact_tuple(c) for c in await spider.find() if c.id in spider.alive]
+        except Exception:  # the look-up failed: decide on our view, as an unverified node would
+            self.counters["lookup_errors"] += 1
+        self.counters["lookups"] += 1
+        self._sync()  # the look-up's replies put the nodes near the key into our routing table
+        owner = None  # our view now knows a closer node: route as usual (failures are handled there)
+        if self.hood.responsible(key):
+            k = int.from_bytes(key, "big")
+            mine = int.from_bytes(self.id, "big") ^ k
+            closer = sorted((int.from_bytes(c[0], "big") ^ k, c) for c in found if c[0] != self.id)
+            # a closer node the routing table could not take (a full bucket) gets the requests directly
+            owner = closer[0][1] if closer and closer[0][0] < mine else "me"
+        self._owners[key] = (self._now() + self.verify_ttl, owner, tuple(found))
+        if len(self._owners) > 65_536:
+            self._owners.clear()
+        for item in self._verifying.pop(key, []):
+            self._route(item[0], item[1], item[2], item[3], forwarded=True)
+        self._pump()
+
+    def _drop_owner(self, gone: Callable[[Host], bool]) -> None:
+        """A node is gone: keys it was found to own are looked up again; it leaves the other look-ups' results."""
+        for key, (until, owner, found) in list(self._owners.items()):
+            if owner not in ("me", None) and gone(owner):
+                del self._owners[key]
+            elif any(gone(h) for h in found):
+                self._owners[key] = (until, owner, tuple(h for h in found if not gone(h)))
+
+    def _nearest(self, key: bytes, n: int) -> list:
+        """The ``n`` nodes closest to ``key`` we know of, ourselves included: our view plus the last look-up."""
+        entry = self._owners.get(key)
+        pool = set(self.hood.nearest(key, n))
+        if entry is not None:
+            pool.update(entry[2])
+        k = int.from_bytes(key, "big")
+        return sorted(pool, key=lambda c: int.from_bytes(c[0], "big") ^ k)[:n]
+
+    def _slot_known(self, key: bytes, msg: Any, origin: Host, hops: int) -> bool:
+        """Before deciding on a slot we keep no record of (we may have just become responsible for it, and our
+        predecessor's copy may not have reached us), ask the key's other closest nodes for theirs."""
+        name = msg.slot
+        if name in self.slots.records or self._recovered.get(name, 0.0) > self._now():
+            return True
+        waiting = self._recovering.get(name)
+        if waiting is None:
+            waiting = self._recovering[name] = []
+            task = self._loop.create_task(self._recover(key, name))
+            self._crawls.add(task)
+            task.add_done_callback(self._crawls.discard)
+        waiting.append((key, msg, origin, hops))
+        return False
+
+    async def _recover(self, key: bytes, name: str) -> None:
+        futs = []
+        for h in self._nearest(key, self.replicas):
+            if h == self.host:
+                continue
+            self._req += 1
+            fut = self._requests[self._req] = self._loop.create_future()
+            futs.append(fut)
+            self._send(h, RecordQuery("slot", name, self.host, self._req))
+        if futs:
+            await asyncio.wait(futs, timeout=self.ack_timeout)
+        now = self._now()
+        for fut in futs:
+            found = fut.done() and not fut.cancelled() and fut.exception() is None and fut.result().doc
+            if found and self.slots.adopt(name, fut.result().doc, now):
+                self.counters["slot_records_recovered"] += 1
+        for req in [r for r, f in self._requests.items() if f in futs]:
+            del self._requests[req]
+        self._recovered[name] = now + self.verify_ttl
+        if len(self._recovered) > 65_536:
+            self._recovered.clear()
+        for item in self._recovering.pop(name, []):
+            self._inbox.append(("routed", item, None))
+        self._pump()
 
     def _slot_answer(self, slot: str, to: Host, req: int, status: str, rec: Any, replicate: bool) -> None:
         def answer() -> None:
@@ -461,7 +612,7 @@ class KeyedPeer:
         self._rep_sets.pop((kind, name), None)
 
     def _holders(self, key: bytes) -> frozenset:
-        return frozenset(h for h in self.hood.nearest(key, self.replicas) if h != self.host)
+        return frozenset(h for h in self._nearest(key, self.replicas) if h != self.host)
 
     def _replicate(self, kind: str, name: str, doc: str, then: Callable[[], None] | None = None) -> None:
         """Copy a record to its replica holders; ``then`` runs once they all acknowledged (or after the timeout)."""
@@ -498,44 +649,35 @@ class KeyedPeer:
             self._pump()
 
     def _handoff(self) -> int:
-        """Send every record we are no longer responsible for to the node that is; forget the copies we need not
-        keep as a replica holder either."""
+        """Spread every record we keep to the nodes that should keep it, as we see them now: the ``replicas``
+        nodes closest to its key (the responsible one first) get a copy unless we sent them one already; a record
+        we should no longer keep ourselves goes to all of them, and then we forget it. Runs on every tick, when a
+        contact appears, and for a joining node before it is answered (so it holds what it is responsible for,
+        and its replica copies, before it serves)."""
         self._handoff_due = False
         self._sync()
         moved = 0
         for kind, name in self._names():
             key = key_of(kind, name)
-            if self.hood.responsible(key):
-                continue
-            doc = self._doc(kind, name)
-            if self.host not in self.hood.nearest(key, self.replicas):
+            nearest = self._nearest(key, self.replicas)
+            keep = self.host in nearest
+            sent = self._rep_sets.get((kind, name), frozenset())
+            targets = [h for h in nearest if h != self.host and (h not in sent or not keep)]
+            if targets:
+                doc = self._doc(kind, name)
+                for h in targets:
+                    self._send(h, Replica(kind, name, doc, self.host, 0))
+                self._rep_sets[(kind, name)] = sent | frozenset(targets)
+            if not keep:
                 self._drop(kind, name)
-            self._route(key, Replica(kind, name, doc, self.host, 0), self.host, 0, forwarded=False)
-            moved += 1
+                moved += 1
         self.counters["handed_off"] += moved
         self._pump()
         return moved
 
-    def _reconcile(self) -> None:
-        """New replica holders of the records we are responsible for get a copy."""
-        if self.replicas <= 1:
-            return
-        for kind, name in self._names():
-            key = key_of(kind, name)
-            if not self.hood.responsible(key):
-                continue
-            want = self._holders(key)
-            new = want - self._rep_sets.get((kind, name), frozenset())
-            if new:
-                doc = self._doc(kind, name)
-                for h in new:
-                    self._send(h, Replica(kind, name, doc, self.host, 0))
-            self._rep_sets[(kind, name)] = want
-
     def _on_tick(self) -> None:
         if self.ready:
             self._handoff()
-            self._reconcile()
         self._tick = self._loop.call_later(self.config.tick_interval, self._on_tick)
 
     # --- membership ---
@@ -556,12 +698,14 @@ class KeyedPeer:
     def _forget(self, host: Host) -> None:
         self.dht.protocol.contact_failed(*host)
         self.hood.forget_host(host)
+        self._drop_owner(lambda h: h == host)
         self._sync()
 
     def _on_undeliverable(self, addr: tuple, messages: list) -> None:
         addr = tuple(addr)
         for c in [c for c in self.hood.contacts if (c[1], c[2]) == addr]:
             self._forget(c)
+        self._drop_owner(lambda h: (h[1], h[2]) == addr)
         rest = []
         for m in messages:
             if isinstance(m, Routed):

@@ -1,5 +1,5 @@
 """Peer messages of a SCOT node, besides the DHT node's own (``Routed``, ``Resolved``, joins, schemas) and the
-routing cores' (``overlays.octopia.messages``, ``overlays.padres.messages``). Wire tags 40–52 (see :mod:`.wire`).
+routing cores' (``overlays.octopia.messages``, ``overlays.padres.messages``). Wire tags 40–53 (see :mod:`.wire`).
 
 Keyed (travel inside ``Routed`` to the node responsible for the key, answered directly):
 
@@ -8,7 +8,8 @@ Keyed (travel inside ``Routed`` to the node responsible for the key, answered di
   position -> holder directory.
 
 Between DHT nodes: :class:`Replica` (a record's copy for a replica holder or the node now responsible; ``req`` > 0
-asks for a :class:`ReplicaAck`).
+asks for a :class:`ReplicaAck`), :class:`RecordQuery` (a node about to decide on a slot it has no record of asks
+the key's other closest nodes for theirs).
 
 Between brokers on an overlay link (always to a direct SCOT neighbour): :class:`Hello` / :class:`Bye` (binding
 a position to an address), :class:`Tracked` (a core message whose consequences are being awaited) and
@@ -101,6 +102,16 @@ class ReplicaAck:
 
 
 @dataclass(frozen=True, slots=True)
+class RecordQuery:
+    """Do you keep a copy of this record? (answered with StoreReply: found + doc, or missing)"""
+
+    kind: str
+    name: str
+    reply_to: Host
+    req: int
+
+
+@dataclass(frozen=True, slots=True)
 class Hello:
     """The broker at ``position`` (tenure ``epoch``) binds this link; ``resync``: send me your snapshot."""
 
@@ -145,6 +156,7 @@ SCOT_MESSAGES: dict[type, int] = {
     Bye: 50,
     Tracked: 51,
     Echoed: 52,
+    RecordQuery: 53,
 }
 
 __all__ = [
@@ -154,6 +166,7 @@ __all__ = [
     "Hello",
     "OverlayGet",
     "OverlayPut",
+    "RecordQuery",
     "Replica",
     "ReplicaAck",
     "SlotClaim",

@@ -57,6 +57,7 @@ from .config import ScotConfig
 from .definition import DefinitionError, OverlayDefinition, cluster_of, region_order, slot_name, sub_id
 from .errors import NodeError, rejection
 from .keyed import KeyedPeer
+from .messages import Echoed, Tracked
 from .store import GRANTED, LOST, RENEWED, TAKEN
 
 log = logging.getLogger(__name__)
@@ -215,6 +216,15 @@ class ScotNode(KeyedPeer):
                 if self._stopping or self.broker is not None:
                     return False
                 if reply.status == GRANTED:
+                    if self._now() > sent_at + self.scot.lease / 2:  # the grant took long: renew before using it
+                        sent_at = self._now()
+                        try:
+                            again = await self.claim_slot(slot_name(self.scot.name, position), reply.epoch,
+                                                          self.scot.lease)
+                        except NodeError:
+                            continue
+                        if self._stopping or self.broker is not None or again.status != RENEWED:
+                            continue
                     self._activate(position, reply.epoch, sent_at + self.scot.lease)
                     return True
             self.counters["standby_rounds"] += 1
@@ -409,9 +419,15 @@ class ScotNode(KeyedPeer):
 
     def _on_overlay_message(self, addr: tuple, msg: Any) -> None:
         if self.broker is None:
-            self.counters["broker_messages_while_standby"] += 1
+            self.refuse(addr, msg, "broker_messages_while_standby")
             return
         self.broker.on_message(addr, msg, self._cause)
+
+    def refuse(self, addr: tuple, msg: Any, why: str) -> None:
+        """Drop a broker message (counted under ``why``); its sender stops waiting for a tracked one."""
+        self.counters[why] += 1
+        if isinstance(msg, Tracked):
+            self._send((b"", addr[0], addr[1]), Echoed(msg.token))
 
     def _on_overlay_undeliverable(self, addr: tuple, messages: list) -> None:
         if self.broker is not None:

@@ -7,7 +7,7 @@ take only plain tuples). :class:`ScotRegistry` extends it, by subclassing, with 
 exactly like registered dataclasses: positionally, typed by their annotations, tagged inside untyped fields
 (``Tid.host``, ``TidSubscription.origin`` hold a ``BrokerId``), decoded back to the same class.
 
-Tags: the node registry's (1–34) unchanged; this package's node-level messages 40–52 (:mod:`.messages`); the
+Tags: the node registry's (1–34) unchanged; this package's node-level messages 40–53 (:mod:`.messages`); the
 cores' value types and messages 64–81 (:data:`OVERLAY_TAGS`). It also lets a tuple travel in a union with
 ``None`` (``tuple[X, ...] | None``), which the base registry cannot encode.
 """

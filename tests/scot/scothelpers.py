@@ -27,6 +27,7 @@ async def until(predicate, timeout: float = 10.0, what: str = "condition") -> No
 
 def node_config(**kw) -> NodeConfig:
     base = dict(dht_port=0, http_port=None, tick_interval=0.5, request_timeout=5.0, install_timeout=10.0,
+                rpc_timeout=0.5,
                 join_timeout=2.0, transport=TransportConfig(max_retries=3, max_rto=0.5, initial_rto=0.2))
     base.update(kw)
     return NodeConfig(**base)
@@ -76,19 +77,31 @@ class ScotCluster:
         await until(self.formed, timeout, "every slot taken and every link bound and synced")
         await self.settle()
 
-    def idle(self) -> bool:
-        for n in self.nodes:
+    def busy(self) -> list[str]:
+        """What keeps the network from being quiescent (empty: idle)."""
+        out = []
+        for i, n in enumerate(self.nodes):
             if n.state == "stopped" or n.peers is None:
                 continue
-            if any(s.queue_length for s in n.peers.all_stats().values()):
-                return False
+            out += [f"node {i}: {s.queue_length} queued to {a[0]}:{a[1]}"
+                    for a, s in n.peers.all_stats().items() if s.queue_length]
             b = n.broker
-            if b is not None and (len(b.echo) or any(link.inbox for link in b.links.values()) or not b.stable.is_set()):
-                return False
-        return True
+            if b is not None:
+                if len(b.echo):
+                    out.append(f"node {i}: {len(b.echo)} echoes pending")
+                out += [f"node {i}: inbox of {q}" for q, link in b.links.items() if link.inbox]
+                if not b.stable.is_set():
+                    out.append(f"node {i}: re-advertising")
+        return out
+
+    def idle(self) -> bool:
+        return not self.busy()
 
     async def settle(self, timeout: float = 10.0) -> None:
-        await until(self.idle, timeout, "every queue to drain and every echo to return")
+        try:
+            await until(self.idle, timeout, "every queue to drain and every echo to return")
+        except AssertionError as e:
+            raise AssertionError(f"{e}: {self.busy()[:8]}") from None
 
     def by_position(self):
         return {n.broker.position: n for n in self.active()}

@@ -126,3 +126,47 @@ async def test_every_publication_reaches_exactly_the_matching_subscriptions(rout
             print(f"{routing}: {diversions} publication copies left the static path")
     finally:
         await rest.close()
+
+
+@pytest.mark.parametrize("routing, dynamic", [("octopia", True), ("padres", False)])
+async def test_the_papers_topology_s_e_with_two_clusters(routing, dynamic):
+    """S_e's 14-broker acyclic factor (paper §10) x 2 clusters: 28 node processes' worth of nodes in one loop."""
+    from overlays.workload import conforming_event as conforming
+    from p2pubsub.node.transport import TransportConfig
+
+    definition = OverlayDefinition.from_cli("s_e", 2, routing=routing, dynamic=dynamic, tau=1.0, t_w=0.02)
+    c = ScotCluster(definition, seed=5, lease=10.0, transport=TransportConfig(max_retries=4, max_rto=1.0),
+                    rpc_timeout=2.0)
+    try:
+        await c.form()
+        schema = small_schema()
+        rng = random.Random(routing)
+        oracle = Oracle({"T": schema})
+        await c.nodes[3].put_schema("T", {"attributes": {a.name: a.to_dict() for a in schema.attributes}})
+        for i in rng.sample(range(28), 8):
+            flt = random_filter(rng, schema, full_numeric=True)
+            adv = await c.nodes[i].advertise("T", flt.to_filter())
+            assert oracle.apply(Advertise(str(i), adv, flt))
+        for _ in range(60):
+            i = rng.randrange(28)
+            flt = random_filter(rng, schema)
+            sid = await c.nodes[i].subscribe("T", flt.to_filter())
+            assert oracle.apply(Subscribe(str(i), sid, flt))
+        publishers = sorted({int(i) for i, _ in oracle.adverts})
+        plan = []
+        for _ in range(150):
+            i = rng.choice(publishers)
+            ev = conforming(rng, schema, rng.choice([f for (j, _), f in oracle.adverts.items() if j == str(i)]))
+            if ev is not None:
+                plan.append((i, ev, oracle.expected(Publish(str(i), "?", ev))))
+        ids = await asyncio.gather(*(c.nodes[i].publish("T", dict(ev.values)) for i, ev, _ in plan))
+        owed = {eid: want for eid, (_i, _ev, want) in zip(ids, plan, strict=True)}
+        await c.settle(20)
+        got: dict[str, list[str]] = {e: [] for e in owed}
+        for (_i, sid), events in c.got.items():
+            for e in events:
+                got[e].append(sid)
+        assert sum(map(len, owed.values())) > 500
+        assert all(sorted(got[e]) == sorted(owed[e]) for e in owed)
+    finally:
+        await c.close()
