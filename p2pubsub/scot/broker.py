@@ -297,6 +297,8 @@ class Broker:
             elif epoch + 1 > link.purged:
                 self._purge(link, epoch + 1)
             return
+        if epoch < link.purged:
+            return  # a late answer about a tenure we know has ended
         holder = tuple(holder)
         if link.host == holder and link.epoch == epoch:
             return
