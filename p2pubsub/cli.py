@@ -47,7 +47,33 @@ def _node(args: argparse.Namespace) -> int:
         advertise=args.advertise, bootstrap=tuple(args.bootstrap), capacity=args.capacity, tree=tree,
         multicast=not args.unicast, replicas=args.replicas, trace=args.trace,
     )
-    return run(config)
+    try:
+        scot = _scot_config(args)
+    except ValueError as e:
+        print(f"p2pubsub node: {e}", file=sys.stderr)
+        return 2
+    return run(config, scot)
+
+
+def _scot_config(args: argparse.Namespace):
+    """The SCOT overlay options (``--overlay scot|padres``), or None for the DHT mode."""
+    defining = args.scot_tree is not None or args.scot_clusters is not None
+    if args.overlay == "dht":
+        if args.scot or defining or args.scot_dynamic:
+            raise ValueError("--scot and --scot-* options need --overlay scot or --overlay padres")
+        return None
+    from .scot import OverlayDefinition, ScotConfig
+
+    if not args.scot:
+        raise ValueError(f"--overlay {args.overlay} needs --scot NAME (the overlay to join)")
+    routing = "octopia" if args.overlay == "scot" else "padres"
+    definition = None
+    if defining:
+        if args.scot_tree is None or args.scot_clusters is None:
+            raise ValueError("defining an overlay takes both --scot-tree and --scot-clusters")
+        definition = OverlayDefinition.from_cli(args.scot_tree, args.scot_clusters, routing=routing,
+                                                dynamic=args.scot_dynamic, tau=args.scot_tau, t_w=args.scot_t_w)
+    return ScotConfig(args.scot, definition, routing=routing, lease=args.scot_lease)
 
 
 def add_node_arguments(p: argparse.ArgumentParser) -> None:
@@ -80,6 +106,26 @@ def add_node_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", metavar="FILE",
                    help="append one JSON line per peer message sent and received to FILE (p2pubsub.node.tracefile)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    o = p.add_argument_group(
+        "overlay", "Instead of the DHT's 2d-tree, take a broker position in a SCOT overlay (OctopiA paper) through the "
+        "DHT: the node's cluster is its id mod the number of clusters; it claims a free region slot of that cluster "
+        "(or waits on standby for one) and routes with OctopiA (scot) or the PADRES-style baseline (padres). "
+        "Clients advertise before they publish (POST /v1/advertisements).")
+    o.add_argument("--overlay", choices=["dht", "scot", "padres"], default="dht",
+                   help="dht: the distributed 2d-tree (default); scot: SCOT clusters with OctopiA routing; padres: "
+                        "the PADRES-style baseline on the same positions, unclustered")
+    o.add_argument("--scot", metavar="NAME", help="the overlay to join (its definition is stored under NAME)")
+    o.add_argument("--scot-tree", metavar="EDGES",
+                   help="define the overlay: its acyclic factor as edges A-B,B-C,... (a single label: one region; "
+                        "s_e: the paper's 14-broker tree)")
+    o.add_argument("--scot-clusters", type=int, metavar="N", help="define the overlay: N clusters (1-64)")
+    o.add_argument("--scot-dynamic", action="store_true",
+                   help="define the overlay with dynamic routing (OctopiA IDR / TID-D) instead of static")
+    o.add_argument("--scot-tau", type=float, default=10.0, metavar="T", help="congestion threshold tau (10)")
+    o.add_argument("--scot-t-w", type=float, default=0.05, metavar="S", help="link statistics window t_w (0.05 s)")
+    o.add_argument("--scot-lease", type=float, default=10.0, metavar="S",
+                   help="slot lease in seconds, renewed every third of it; a crashed holder's slot is taken over "
+                        "by a standby node within about 1.5 leases (default 10)")
     p.set_defaults(func=_node)
 
 

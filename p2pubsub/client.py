@@ -5,7 +5,7 @@ Both have the same methods; the async ones are coroutines::
     with Client("http://127.0.0.1:8080") as c:
         c.put_schema("quotes", {"price": {"type": "float", "min": 0, "max": 1000}, "sym": {"type": "string"}})
         sub = c.subscribe("quotes", {"price": {"ge": 10, "le": 20}, "sym": {"eq": "AAPL"}})
-        c.publish("quotes", {"price": 15.5, "sym": "AAPL"})
+        c.publish("quotes", {"price": 15.5, "sym": "AAPL"})   # a SCOT/PADRES node: c.advertise(...) first
         page = c.events(sub["id"], wait=5)            # long poll: page.events, page.cursor, page.dropped
         for event in c.stream(sub["id"], after=page.cursor):   # Server-Sent Events
             ...
@@ -105,6 +105,10 @@ def _page(_status: int, data: Any) -> EventPage:
     return EventPage(list(data["events"]), str(data["cursor"]), int(data.get("dropped", 0)))
 
 
+def _adv_path(adv_id: str) -> str:
+    return f"/v1/advertisements/{quote(str(adv_id), safe='')}"
+
+
 def _sub_path(sub_id: str, tail: str = "") -> str:
     return f"/v1/subscriptions/{quote(str(sub_id), safe='')}{tail}"
 
@@ -158,6 +162,20 @@ class _Endpoints:
         """Publish; returns the event id."""
         return self._do(_Call("POST", "/v1/events", {"schema": schema, "attributes": attributes},
                               result=lambda _s, data: data["id"]))
+
+    def advertise(self, schema: str, filter: dict[str, dict]) -> Any:
+        """Advertise what this client will publish (overlay modes); returns the advertisement (``["id"]``) once
+        installed. A node in the DHT mode answers 404 ``not_supported``."""
+        return self._do(_Call("POST", "/v1/advertisements", {"schema": schema, "filter": filter}))
+
+    def advertisement(self, adv_id: str) -> Any:
+        """The advertisement, or None."""
+        return self._do(_Call("GET", _adv_path(adv_id), missing=("unknown_advertisement",)))
+
+    def unadvertise(self, adv_id: str) -> Any:
+        """Withdraw an advertisement; False if there was none."""
+        return self._do(_Call("DELETE", _adv_path(adv_id), result=lambda _s, _d: True,
+                              missing=("unknown_advertisement",), if_missing=False))
 
     def node(self) -> Any:
         return self._do(_Call("GET", "/v1/node"))

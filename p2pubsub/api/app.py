@@ -3,6 +3,12 @@
 ``make_app(service, registry)`` builds the application; :mod:`p2pubsub.api.server` binds it. Every error a client
 can cause is answered with ``{"error": {"code": ..., "message": ..., "path"?: ...}}`` (CBOR when the client asked
 for CBOR) and a 4xx status; the table of codes is in :data:`ERROR_CODES`.
+
+Advertisements (``/v1/advertisements``) exist where the service has them: a service that also offers
+``advertise(schema, filter) -> dict``, ``unadvertise(id) -> bool`` and ``advertisement(id) -> dict | None`` (the
+SCOT / PADRES overlay modes, :class:`p2pubsub.scot.service.ScotApiService`). Elsewhere (the DHT mode) these routes
+answer 404 ``not_supported``. A :class:`ServiceError` that carries an HTTP ``status`` (e.g. a broker core's
+refusal of a publication without advertisement, 409 ``no_advertisement``) is answered with that status.
 """
 
 from __future__ import annotations
@@ -60,10 +66,16 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
     "invalid_cursor": (400, "after / Last-Event-ID is not a cursor of this subscription"),
     "invalid_wait": (400, "wait is not a number of seconds in [0, 60]"),
     "invalid_limit": (400, "limit is not an integer in [1, 1000]"),
+    "unsatisfiable": (400, "an advertisement no event can conform to (an empty float range)"),
     "not_found": (404, "no such route"),
     "unknown_subscription": (404, "no such subscription at this node (or it was deleted)"),
+    "unknown_advertisement": (404, "no such advertisement at this node (or it was withdrawn)"),
+    "not_supported": (404, "this node's overlay has no such feature (advertisements: not in the DHT mode; run "
+                           "the node with --overlay scot or padres)"),
     "method_not_allowed": (405, "the route does not take this method (see Allow)"),
     "schema_conflict": (409, "a different schema of that name exists (error.existing)"),
+    "no_advertisement": (409, "the event conforms to no live advertisement of this node's clients (overlay modes: "
+                              "POST /v1/advertisements first)"),
     "body_too_large": (413, "the body exceeds the configured limit"),
     "unsupported_media_type": (415, "a body that is neither application/json nor application/cbor"),
     "internal_error": (500, "a bug: never expected"),
@@ -115,6 +127,9 @@ def make_app(
     r.add_delete("/v1/subscriptions/{id}", api.unsubscribe)
     r.add_get("/v1/subscriptions/{id}/events", api.events, name="events")
     r.add_post("/v1/events", api.publish, name="publish")
+    r.add_post("/v1/advertisements", api.advertise, name="advertisements")
+    r.add_get("/v1/advertisements/{id}", api.get_advertisement, name="advertisement")
+    r.add_delete("/v1/advertisements/{id}", api.unadvertise)
     r.add_get("/v1/node", api.node, name="node")
     r.add_get("/healthz", api.healthz, name="healthz")
     r.add_get("/metrics", api.metrics_text, name="metrics")
@@ -168,6 +183,8 @@ class Api:
             return ApiError(409, exc.code, exc.message, extra={"existing": exc.existing.to_dict()})
         if isinstance(exc, UnknownSchema):
             return ApiError(400, exc.code, exc.message, "schema")
+        if isinstance(exc, ServiceError) and isinstance(getattr(exc, "status", None), int):
+            return ApiError(exc.status, exc.code, exc.message)
         if isinstance(exc, ServiceUnavailable):
             headers = {} if exc.retry_after is None else {"Retry-After": str(max(1, round(exc.retry_after)))}
             return ApiError(503, exc.code, exc.message, headers=headers)
@@ -312,6 +329,35 @@ class Api:
         body = _fields(await read_body(request), {"schema": str, "attributes": dict}, {})
         event_id = await self.service.publish(body["schema"], body["attributes"])
         return respond(request, {"id": event_id}, 202)
+
+    # --- advertisements (overlay modes) ---
+
+    def _advertising(self, request: web.Request) -> Any:
+        if not callable(getattr(self.service, "advertise", None)):
+            raise ApiError(404, "not_supported", f"{request.method} {request.path}: this node runs the DHT overlay, "
+                           "which has no advertisements (run the node with --overlay scot or padres)")
+        return self.service
+
+    async def advertise(self, request: web.Request) -> web.Response:
+        service = self._advertising(request)
+        body = _fields(await read_body(request), {"schema": str, "filter": dict}, {})
+        adv = await service.advertise(body["schema"], body["filter"])
+        return respond(request, adv, 201, {"Location": f"/v1/advertisements/{adv['id']}"})
+
+    async def get_advertisement(self, request: web.Request) -> web.Response:
+        service = self._advertising(request)
+        adv_id = request.match_info["id"]
+        adv = service.advertisement(adv_id)
+        if adv is None:
+            raise ApiError(404, "unknown_advertisement", f"no advertisement {adv_id!r} at this node")
+        return respond(request, adv)
+
+    async def unadvertise(self, request: web.Request) -> web.Response:
+        service = self._advertising(request)
+        adv_id = request.match_info["id"]
+        if not await service.unadvertise(adv_id):
+            raise ApiError(404, "unknown_advertisement", f"no advertisement {adv_id!r} at this node")
+        return web.Response(status=204)
 
     # --- the node ---
 

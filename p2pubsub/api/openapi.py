@@ -35,6 +35,9 @@ MEDIA = _error("The body is neither application/json nor application/cbor (unsup
 UNAVAILABLE = _error("The node cannot serve this now (unavailable); see Retry-After")
 SUB_ID = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"},
           "description": "A subscription id returned by POST /v1/subscriptions"}
+ADV_ID = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"},
+          "description": "An advertisement id returned by POST /v1/advertisements"}
+NOT_SUPPORTED = _error("No advertisements on this node's overlay (not_supported: the DHT mode)")
 SCHEMA_NAME = {"name": "name", "in": "path", "required": True,
                "schema": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_-]{0,63}$"}}
 
@@ -156,6 +159,25 @@ def _components(codes: dict[str, tuple[int, str]]) -> dict[str, Any]:
                     "cursor": {"type": "string", "description": "pass as ?after= to read on"},
                     "dropped": {"type": "integer", "description": "notifications after your cursor lost to "
                                                                   "overflow (the buffer keeps the newest)"},
+                },
+            },
+            "AdvertisementRequest": {
+                "type": "object",
+                "required": ["schema", "filter"],
+                "additionalProperties": False,
+                "properties": {"schema": {"type": "string"}, "filter": _ref("Filter")},
+                "description": "what this node's clients will publish: an event must carry exactly the filter's "
+                               "attributes, each inside its predicates",
+            },
+            "Advertisement": {
+                "type": "object",
+                "required": ["id", "schema", "filter"],
+                "properties": {
+                    "id": {"type": "string"},
+                    "schema": {"type": "string"},
+                    "filter": _ref("Filter"),
+                    "created_at": {"type": ["number", "null"]},
+                    "node": {"type": "object", "description": "overlay, broker position and tenure"},
                 },
             },
             "PublishRequest": {
@@ -280,7 +302,40 @@ def build_openapi(options: Any, codes: dict[str, tuple[int, str]]) -> dict[str, 
                 "summary": "Publish an event",
                 "requestBody": request_body("PublishRequest"),
                 "responses": {"202": _ok("Accepted for delivery", _ref("Published")), "400": BAD,
+                              "409": _error("Overlay modes: the event conforms to no live advertisement of this "
+                                            "node's clients (no_advertisement)"),
                               "413": TOO_LARGE, "415": MEDIA, "503": UNAVAILABLE},
+            },
+        },
+        "/v1/advertisements": {
+            "post": {
+                "operationId": "advertise",
+                "summary": "Advertise (SCOT / PADRES overlay modes); answered once installed, so events published "
+                           "after the answer reach every matching subscription installed before",
+                "requestBody": request_body("AdvertisementRequest"),
+                "responses": {
+                    "201": _ok("Installed", _ref("Advertisement"), {"Location": {"schema": {"type": "string"}}}),
+                    "400": BAD, "404": NOT_SUPPORTED, "413": TOO_LARGE, "415": MEDIA, "503": UNAVAILABLE,
+                },
+            },
+        },
+        "/v1/advertisements/{id}": {
+            "parameters": [ADV_ID],
+            "get": {
+                "operationId": "getAdvertisement",
+                "summary": "A live advertisement of this node's clients",
+                "responses": {"200": _ok("The advertisement", _ref("Advertisement")),
+                              "404": _error("No such advertisement (unknown_advertisement), or none on this "
+                                            "overlay (not_supported)")},
+            },
+            "delete": {
+                "operationId": "unadvertise",
+                "summary": "Withdraw an advertisement: this node's events conforming only to it are refused from "
+                           "now on",
+                "responses": {"204": {"description": "Withdrawn"},
+                              "404": _error("No such advertisement (unknown_advertisement), or none on this "
+                                            "overlay (not_supported)"),
+                              "503": UNAVAILABLE},
             },
         },
         "/v1/node": {
@@ -317,9 +372,10 @@ def build_openapi(options: Any, codes: dict[str, tuple[int, str]]) -> dict[str, 
         "info": {
             "title": "p2pubsub node API",
             "version": p2pubsub.__version__,
-            "description": "Content-based publish/subscribe over a Kademlia DHT (a distributed 2d-tree). Each "
-                           "client talks to its local node. Bodies are JSON, or CBOR with Content-Type/Accept: "
-                           f"application/cbor; at most {options.max_body} bytes.",
+            "description": "Content-based publish/subscribe over a Kademlia DHT (a distributed 2d-tree), or "
+                           "on a SCOT overlay (OctopiA, or a PADRES-style baseline) whose brokers take their "
+                           "positions through the DHT. Each client talks to its local node. Bodies are JSON, or CBOR "
+                           f"with Content-Type/Accept: application/cbor; at most {options.max_body} bytes.",
         },
         "paths": paths,
         "components": _components(codes),

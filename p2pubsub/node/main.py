@@ -17,9 +17,15 @@ from .service import NodeApiService
 log = logging.getLogger("p2pubsub.node")
 
 
-async def serve(config: NodeConfig, stop: asyncio.Event | None = None, started=None) -> int:
+async def serve(config: NodeConfig, stop: asyncio.Event | None = None, started=None, *, scot=None) -> int:
     """Run a node (and its API unless ``http_port`` is None) until ``stop`` is set or a signal arrives.
-    ``started(node, api)`` is called once both listen. Returns an exit status."""
+    ``started(node, api)`` is called once both listen. Returns an exit status.
+
+    ``scot`` (a :class:`p2pubsub.scot.ScotConfig`): run a SCOT overlay node instead (``--overlay scot|padres``)."""
+    if scot is not None:
+        from ..scot.main import serve_scot
+
+        return await serve_scot(config, scot, stop, started)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     trace = None
@@ -69,9 +75,9 @@ async def serve(config: NodeConfig, stop: asyncio.Event | None = None, started=N
     return 0
 
 
-def run(config: NodeConfig) -> int:
+def run(config: NodeConfig, scot=None) -> int:
     try:
-        return asyncio.run(serve(config))
+        return asyncio.run(serve(config, scot=scot))
     except KeyboardInterrupt:
         return 130
 
