@@ -7,11 +7,12 @@
 Each pair runs `p2pubsub sim` on the same workload, latencies and link capacities (one process, one after the
 other) and prints the paper's metrics (OctopiA §10) from the two ``summary.json`` files: advertisement delay,
 CLT vs SRT size, inter-broker messages (IMs) in advertisement and subscription broadcast, subscription delay, PRT
-size, publication delay, IMs per publication; matching costs no virtual time here, so matching work is shown as
-match tests per publication. Delays are virtual: latency model plus queueing on the uplinks. Then the recovery
-after a high-rate publisher's burst (SPR vs IDR, TID-S vs TID-D) from the pure harness (`overlays_compare`): the
-simulator's capacity-limited links are per-node uplinks, which every overlay link of a node shares, so diverting a
-publication to another iLink does not relieve the node's congested uplink there.
+size, publication delay (with hops, propagation and queueing per delivery from the trace's causal chains), IMs per
+publication; matching costs no virtual time here, so matching work is shown as match tests per publication. Delays
+are virtual: latency model plus queueing on the uplinks. Then the recovery after a high-rate publisher's burst (SPR
+vs IDR, TID-S vs TID-D) from the pure harness (`overlays_compare`): the simulator's capacity-limited links are
+per-node uplinks, which every overlay link of a node shares, so diverting a publication to another iLink does not
+relieve the node's congested uplink there.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import pyarrow.parquet as pq
 from overlays_compare import print_burst, print_rows
 
 from p2pubsub.scenario import load_scenario
@@ -34,11 +36,35 @@ from p2pubsub.sim.runner import run_scenario
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
 
 
+def delivery_paths(run_dir: Path) -> dict[str, float]:
+    """Per delivery, from the trace's causal chains (publish -> ... -> the message that caused the delivery):
+    overlay hops, and the delay split into the latency model's propagation and the uplinks' queueing (ms)."""
+    m = pq.read_table(run_dir / "messages.parquet",
+                      columns=["id", "parent_id", "src", "dst", "sent_at", "received_at"]).to_pydict()
+    lat = pq.read_table(run_dir / "latency.parquet").to_pydict()
+    one_way = {(a, b): ms / 1000 for a, b, ms in zip(lat["src_host"], lat["dst_host"], lat["one_way_ms"], strict=True)}
+    parent = dict(zip(m["id"], m["parent_id"], strict=True))
+    hop = {i: (r - s, one_way[(a, b)]) for i, a, b, s, r in zip(m["id"], m["src"], m["dst"], m["sent_at"],
+                                                                 m["received_at"], strict=True) if r is not None}
+    causes = pq.read_table(run_dir / "deliveries.parquet", columns=["cause_id"]).column("cause_id").to_pylist()
+    hops = propagation = transit = 0.0
+    for c in causes:
+        while c is not None:
+            hops += 1
+            transit += hop[c][0]
+            propagation += hop[c][1]
+            c = parent[c]
+    n = max(1, len(causes))
+    queueing = transit - propagation
+    return {"hops": hops / n, "propagation_ms": 1000 * propagation / n, "queueing_ms": 1000 * queueing / n}
+
+
 def run(name: str, out: Path, dynamic: bool, seed: int | None) -> dict:
     sc = load_scenario(SCENARIOS / f"{name}.toml")
     sc = replace(sc, scot=replace(sc.scot, dynamic=dynamic), seed=sc.seed if seed is None else seed)
     label = f"{sc.name}-{'dynamic' if dynamic else 'static'}"
     summary = run_scenario(sc, out / label)
+    summary["delivery_paths"] = delivery_paths(out / label)
     d = summary["deliveries"]
     print(f"  {label}: {summary['wall_s']:.1f} s wall, {d['delivered']}/{d['expected']} delivered, "
           f"missing {d['missing']}, false positives {d['false_positive']}, duplicates {d['duplicate']}", flush=True)
@@ -64,6 +90,9 @@ def rows(o: dict, p: dict) -> list[tuple[str, float | int, float | int]]:
         ("PRT subscriptions per broker, max", *(x["max"] for x in t["subscriptions_per_broker"])),
         ("publication delay, mean ms", lat["delivery"][0]["mean"], lat["delivery"][1]["mean"]),
         ("publication delay, p99 ms", lat["delivery"][0]["p99"], lat["delivery"][1]["p99"]),
+        ("  overlay hops per delivery", o["delivery_paths"]["hops"], p["delivery_paths"]["hops"]),
+        ("  propagation per delivery ms", o["delivery_paths"]["propagation_ms"], p["delivery_paths"]["propagation_ms"]),
+        ("  queueing per delivery ms", o["delivery_paths"]["queueing_ms"], p["delivery_paths"]["queueing_ms"]),
         ("IMs, publications", im[0]["publish"], im[1]["publish"]),
         ("IMs per publication", im[0]["per_publication"], im[1]["per_publication"]),
         ("match tests per publication", ov[0]["match_tests_per_publication"], ov[1]["match_tests_per_publication"]),
