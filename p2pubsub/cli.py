@@ -7,7 +7,7 @@ import sys
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from .demo import run
+    from .demo.inmemory import run
 
     return 0 if run(hosts=args.hosts, events=args.events, seed=args.seed) else 1
 
