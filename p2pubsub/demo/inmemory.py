@@ -17,7 +17,8 @@ from ..tree import TreeConfig
 from .stocks import FILTERS, SCHEMA, quotes
 
 
-def run(hosts: int = 64, events: int = 24, seed: int = 1, out: TextIO = sys.stdout) -> bool:
+def run(hosts: int = 64, events: int = 24, seed: int = 1, out: TextIO | None = None) -> bool:
+    out = out or sys.stdout  # read at call time, so a redirected stdout is the one written to
     rng = random.Random(seed)
     net = InMemoryNetwork(hosts, TreeConfig(), seed=seed)
     oracle = Oracle(net)

@@ -98,9 +98,9 @@ class Verdict:
 
 
 class LiveDemo:
-    def __init__(self, options: LiveOptions, out: TextIO = sys.stdout) -> None:
+    def __init__(self, options: LiveOptions, out: TextIO | None = None) -> None:
         self.o = options
-        self.out = out
+        self.out = out or sys.stdout
         self.rng = random.Random(options.seed)
         self.running: list[RunningNode] = []
         self.clients: list[AsyncClient] = []
@@ -389,7 +389,7 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
 
 
-async def run_live(options: LiveOptions, out: TextIO = sys.stdout) -> int:
+async def run_live(options: LiveOptions, out: TextIO | None = None) -> int:
     try:
         return await LiveDemo(options, out).run()
     except DemoError as e:
@@ -397,7 +397,7 @@ async def run_live(options: LiveOptions, out: TextIO = sys.stdout) -> int:
         return 2
 
 
-def run(options: LiveOptions, out: TextIO = sys.stdout) -> int:
+def run(options: LiveOptions, out: TextIO | None = None) -> int:
     try:
         return asyncio.run(run_live(options, out))
     except KeyboardInterrupt:
