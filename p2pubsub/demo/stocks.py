@@ -63,7 +63,7 @@ def quotes(rng: random.Random, count: int) -> list[dict]:
     if files := _quote_files():
         from ..workload.quotes import parse_quote_file
 
-        per_symbol = count // len(symbols) + 1
+        per_symbol = -(-count // len(files))  # enough for ``count`` quotes even if some symbols' files are absent
         for sym, path in files:
             rows = parse_quote_file(path.read_text(), sym, sym)[0][-per_symbol:]
             out += [{"symbol": sym, "price": min(999.0, r.close), "volume": min(10**9, r.volume)} for r in rows]
