@@ -101,7 +101,8 @@ class LiveDemo:
     def __init__(self, options: LiveOptions, out: TextIO | None = None) -> None:
         self.o = options
         self.out = out or sys.stdout
-        self.rng = random.Random(options.seed)
+        self.rng = random.Random(options.seed)  # which node subscribes and publishes
+        self.quotes = quotes(random.Random(options.seed + 1), options.events)  # fewer if the data has fewer
         self.running: list[RunningNode] = []
         self.clients: list[AsyncClient] = []
         self.subs: list[Sub] = []
@@ -137,7 +138,7 @@ class LiveDemo:
     async def run(self) -> int:
         o = self.o
         self.say(f"p2pubsub demo: {o.nodes} real node{'s' * (o.nodes > 1)} on 127.0.0.1, {len(FILTERS)} subscriptions, "
-                 f"{o.events} quotes from {quote_source()}, seed {o.seed}")
+                 f"{len(self.quotes)} quotes from {quote_source()}, seed {o.seed}")
         try:
             await self.start_nodes()
             await self.register_schema()
@@ -214,10 +215,10 @@ class LiveDemo:
 
     async def publish_and_collect(self) -> str | None:
         """Publish, then wait for every expected notification; the timeout's message if some never came."""
-        self.phase(f"publishing {self.o.events} quotes through random nodes; waiting for every notification the "
+        self.phase(f"publishing {len(self.quotes)} quotes through random nodes; waiting for every notification the "
                    "oracle expects")
         parsed = [(s, parse_filter(SCHEMA, s.body)) for s in self.subs]
-        for values in quotes(self.rng, self.o.events):
+        for values in self.quotes:
             pub = Pub(self.rng.randrange(self.o.nodes), values)
             pub.sent = time.monotonic()
             pub.id = await self.within(f"publishing through node {pub.node}",
