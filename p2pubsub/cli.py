@@ -165,7 +165,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=int, default=1, help="random seed of the workload and node ids (default 1)")
     demo.add_argument("--capacity", type=int, metavar="N",
                       help="subscriptions a leaf holds before it splits (default 4: the tree spreads over the nodes)")
-    demo.add_argument("--timeout", type=float, metavar="S", help="seconds each phase may take (default 20)")
+    demo.add_argument("--timeout", type=float, metavar="S",
+                      help="seconds any one step may take: a node's start, a request, the wait for notifications "
+                           "(default 20)")
     demo.add_argument("--keep-running", action="store_true",
                       help="leave the network up afterwards and print curl examples for its API, until Ctrl-C")
     demo.add_argument("--in-memory", action="store_true",
