@@ -229,6 +229,7 @@ class Simulation:
             capacity=self.workload.capacities[index],
             tree=tree,
             multicast=p.multicast,
+            replicas=p.replicas,
             **self.node_config,
         )
 
