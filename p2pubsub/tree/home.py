@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from ..model import Absent, Event, Schema, Subscription
 from .config import TreeConfig
 from .leafstore import coordinate
+from .memory import expire_oldest_pairs
 from .messages import (
     Action,
     Deliver,
@@ -256,8 +257,10 @@ class Home:
         a renewal goes to the leaf that last acknowledged the piece and re-installs it if it was lost; a piece
         never acknowledged (its probe lost with a crashed node) is probed for again."""
         if self._delivered:
-            self._delivered = {k: vt for k, vt in self._delivered.items() if vt[1] > now}
+            expire_oldest_pairs(self._delivered, now)
         out: list[Action] = []
+        if self.config.lease_interval is None:
+            return out  # no leases: nothing to renew
         for state in self.subs.values():
             if not state.active:
                 continue
