@@ -60,13 +60,15 @@ def _node(args: argparse.Namespace) -> int:
                           lease_interval=args.lease_interval or None)
         if args.replicas < 1:
             raise ValueError("--replicas must be at least 1")
+        if not args.tick_interval > 0:
+            raise ValueError("--tick-interval must be positive")
     except ValueError as e:
         print(f"p2pubsub node: {e}", file=sys.stderr)
         return 2
     config = NodeConfig(
         host=args.host, dht_port=args.dht_port, http_port=None if args.no_http else args.http_port,
         advertise=args.advertise, bootstrap=tuple(args.bootstrap), capacity=args.capacity, tree=tree,
-        multicast=not args.unicast, replicas=args.replicas, trace=args.trace,
+        multicast=not args.unicast, replicas=args.replicas, trace=args.trace, tick_interval=args.tick_interval,
     )
     try:
         scot = _scot_config(args)
@@ -124,6 +126,8 @@ def add_node_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lease-interval", type=float, default=30.0, metavar="S",
                    help="seconds between lease renewals of this node's subscriptions; a leaf drops a piece not "
                         "renewed for three intervals (default 30; 0: no leases)")
+    p.add_argument("--tick-interval", type=float, default=2.0, metavar="S",
+                   help="seconds between housekeeping ticks: expiry, hand-off and replica checks (default 2)")
     p.add_argument("--trace", metavar="FILE",
                    help="append one JSON line per peer message sent and received to FILE (p2pubsub.node.tracefile)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])

@@ -230,7 +230,7 @@ class Simulation:
             tree=tree,
             multicast=p.multicast,
             replicas=p.replicas,
-            **self.node_config,
+            **{"tick_interval": p.tick_interval_s, **self.node_config},  # the CLI's --tick-interval wins
         )
 
     async def _start_node(self, contact: int | None, delay: float = 0.0) -> SimNode:
