@@ -236,3 +236,13 @@ def test_scenario_builds_its_workload_and_latency_model():
         parse_event(schema, e.attributes)
     m = latency_for(s)
     assert isinstance(m, SyntheticModel) and m.hosts == 15 and m.access_delay_ms == 1.0
+
+
+def test_readme_documents_every_scenario_key():
+    import p2pubsub.scenario as scenario_module
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    rows = [line for line in scenario_module.__doc__.splitlines() if line.startswith("| `")]
+    assert len(rows) > 30
+    missing = [row for row in rows if row not in readme]
+    assert not missing, f"README's scenario table lacks: {missing}"
