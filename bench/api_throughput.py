@@ -10,7 +10,7 @@ alternating rounds (these machines are noisy), and the medians are compared. The
 at least 50% of the ceiling. Besides req/s (which the client process, other load and the two cores blur) the
 servers' own CPU time per request is reported, and both ratios.
 
-    python bench/api_throughput.py [--requests 4000] [--rounds 3] [--concurrency 32] [--subs 200]
+    python bench/api_throughput.py [--requests 4000] [--rounds 3] [--concurrency 32] [--hosts 1000] [--subs 1000]
 """
 
 from __future__ import annotations
@@ -145,8 +145,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--requests", type=int, default=4000, help="events per round (default 4000)")
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds per server (default 3)")
     ap.add_argument("--concurrency", type=int, default=32, help="requests in flight (default 32)")
-    ap.add_argument("--hosts", type=int, default=20, help="the node's leaf capacity (default 20, as the thesis)")
-    ap.add_argument("--subs", type=int, default=200, help="subscriptions installed (default 200)")
+    ap.add_argument("--hosts", type=int, default=1000,
+                    help="the node's leaf capacity (default 1000, the node's default; the thesis draws 10-30)")
+    ap.add_argument("--subs", type=int, default=1000, help="subscriptions installed (default 1000)")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args(argv)
 

@@ -7,9 +7,30 @@ import sys
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from .demo import run
+    if args.in_memory:
+        live_only = [f for f, v in (("--nodes", args.nodes), ("--capacity", args.capacity),
+                                    ("--timeout", args.timeout), ("--keep-running", args.keep_running or None))
+                     if v is not None]
+        if live_only:
+            print(f"p2pubsub demo: {', '.join(live_only)} apply to the live network, not --in-memory", file=sys.stderr)
+            return 2
+        from .demo.inmemory import run
 
-    return 0 if run(hosts=args.hosts, events=args.events, seed=args.seed) else 1
+        return 0 if run(hosts=64 if args.hosts is None else args.hosts, events=args.events, seed=args.seed) else 1
+    if args.hosts is not None:
+        print("p2pubsub demo: --hosts counts in-memory hosts (with --in-memory); the live network takes --nodes",
+              file=sys.stderr)
+        return 2
+    from .demo.live import LiveOptions, run
+
+    try:
+        options = LiveOptions(nodes=5 if args.nodes is None else args.nodes, events=args.events, seed=args.seed,
+                              capacity=4 if args.capacity is None else args.capacity,
+                              timeout=20.0 if args.timeout is None else args.timeout, keep_running=args.keep_running)
+    except ValueError as e:
+        print(f"p2pubsub demo: {e}", file=sys.stderr)
+        return 2
+    return run(options)
 
 
 def _address(text: str) -> tuple[str, int]:
@@ -39,13 +60,15 @@ def _node(args: argparse.Namespace) -> int:
                           lease_interval=args.lease_interval or None)
         if args.replicas < 1:
             raise ValueError("--replicas must be at least 1")
+        if not args.tick_interval > 0:
+            raise ValueError("--tick-interval must be positive")
     except ValueError as e:
         print(f"p2pubsub node: {e}", file=sys.stderr)
         return 2
     config = NodeConfig(
         host=args.host, dht_port=args.dht_port, http_port=None if args.no_http else args.http_port,
         advertise=args.advertise, bootstrap=tuple(args.bootstrap), capacity=args.capacity, tree=tree,
-        multicast=not args.unicast, replicas=args.replicas, trace=args.trace,
+        multicast=not args.unicast, replicas=args.replicas, trace=args.trace, tick_interval=args.tick_interval,
     )
     try:
         scot = _scot_config(args)
@@ -103,6 +126,8 @@ def add_node_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lease-interval", type=float, default=30.0, metavar="S",
                    help="seconds between lease renewals of this node's subscriptions; a leaf drops a piece not "
                         "renewed for three intervals (default 30; 0: no leases)")
+    p.add_argument("--tick-interval", type=float, default=2.0, metavar="S",
+                   help="seconds between housekeeping ticks: expiry, hand-off and replica checks (default 2)")
     p.add_argument("--trace", metavar="FILE",
                    help="append one JSON line per peer message sent and received to FILE (p2pubsub.node.tracefile)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
@@ -133,10 +158,25 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="p2pubsub", description="Peer-to-peer content-based publish/subscribe.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    demo = sub.add_parser("demo", help="run a local in-memory network: subscribe, publish, print deliveries")
-    demo.add_argument("--hosts", type=int, default=64, help="in-memory hosts (default 64)")
-    demo.add_argument("--events", type=int, default=24, help="events to publish (default 24)")
-    demo.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    demo = sub.add_parser(
+        "demo", help="run a small local network of real nodes: subscribe, publish stock quotes, print deliveries",
+        description="Start a few real nodes on 127.0.0.1 (ports from the OS), then through their REST API: register "
+                    "a stock schema, subscribe through some nodes, publish quotes through others, read every "
+                    "notification by long poll and check them against a brute-force oracle. Exit status 0: every "
+                    "subscriber got exactly its events; 1: a wrong delivery; 2: the demo could not run.")
+    demo.add_argument("--nodes", type=int, metavar="N", help="real nodes (default 5)")
+    demo.add_argument("--events", type=int, default=24, metavar="N", help="quotes to publish (default 24)")
+    demo.add_argument("--seed", type=int, default=1, help="random seed of the workload and node ids (default 1)")
+    demo.add_argument("--capacity", type=int, metavar="N",
+                      help="subscriptions a leaf holds before it splits (default 4: the tree spreads over the nodes)")
+    demo.add_argument("--timeout", type=float, metavar="S",
+                      help="seconds any one step may take: a node's start, a request, the wait for notifications "
+                           "(default 20)")
+    demo.add_argument("--keep-running", action="store_true",
+                      help="leave the network up afterwards and print curl examples for its API, until Ctrl-C")
+    demo.add_argument("--in-memory", action="store_true",
+                      help="instead: the 2d-tree core on an in-memory network (no sockets), with --hosts")
+    demo.add_argument("--hosts", type=int, metavar="N", help="with --in-memory: in-memory hosts (default 64)")
     demo.set_defaults(func=_demo)
 
     add_node_arguments(sub.add_parser(

@@ -44,6 +44,7 @@ Keys (times are virtual; the workload clock starts once the network has joined a
 | `protocol.cutoff_fraction` | 0.25 | c as a fraction of each attribute's domain width, in (0, 1] |
 | `protocol.replicas` | 3 | copies of each tree node's state in the DHT, 1 <= r <= `network.nodes` |
 | `protocol.seen_ttl_s` | 60 | how long message ids are remembered to drop duplicates, > 0 |
+| `protocol.tick_interval_s` | 2 | seconds between housekeeping ticks (expiry, hand-off, replica checks), > 0 |
 | `workload.kind` | `"thesis"` | `"thesis"` (thesis §4.1) or `"stocks"` (PADRES quotes, seed 001 §5.1) |
 | `workload.subscriptions_per_node` | 5 | average subscriptions per node, >= 0 |
 | `workload.subscribe_interval_ms` | 2000 | mean exponential gap between subscriptions, >= 0 |
@@ -223,6 +224,7 @@ class Protocol:
     cutoff_fraction: float = 0.25
     replicas: int = 3
     seen_ttl_s: float = 60.0
+    tick_interval_s: float = 2.0
 
     READERS = {  # noqa: RUF012
         "leaf_capacity": lambda k, v: _leaf_capacity(k, v),
@@ -234,6 +236,7 @@ class Protocol:
         "cutoff_fraction": lambda k, v: _fraction_open_closed(k, v),
         "replicas": lambda k, v: _int(k, v, 1, 64),
         "seen_ttl_s": lambda k, v: _float(k, v, 0.0, lo_open=True),
+        "tick_interval_s": lambda k, v: _float(k, v, 0.0, lo_open=True),
     }
 
 

@@ -87,6 +87,7 @@ loss = 0.01
 [protocol]
 cutoff_fraction = 0.1
 seen_ttl_s = 5
+tick_interval_s = 0.5
 [workload]
 kind = "stocks"
 stock_mix = [0.95, 0.0, 0.05]
@@ -109,6 +110,7 @@ t_w_ms = 50
     assert s.network.latency == 'king:data/king "x".txt'
     assert s.scot == Scot(topology=None, edges=((0, 1), (1, 2)), clusters=3)
     assert s.churn_totals() == {"crash": 0, "join": 2, "leave": 8}
+    assert s.protocol.tick_interval_s == 0.5
     assert parse_scenario(s.to_toml()) == s
     assert "event_present_prob" not in s.to_dict()["workload"]  # thesis-only keys stay out of a stocks scenario
 
@@ -164,6 +166,7 @@ BASE = "[network]\nnodes = 10\n"
         (BASE + "[protocol]\nreplicas = 11\n", "protocol.replicas", "must be <= network.nodes (10)"),
         (BASE + "[protocol]\nreplicas = 0\n", "protocol.replicas", "must be >= 1"),
         (BASE + "[protocol]\nseen_ttl_s = 0\n", "protocol.seen_ttl_s", "must be > 0.0"),
+        (BASE + "[protocol]\ntick_interval_s = -1\n", "protocol.tick_interval_s", "must be > 0.0"),
         (BASE + "[workload]\nkind = 'zipf'\n", "workload.kind", "must be one of ['thesis', 'stocks']"),
         (BASE + "[workload]\nevents = -1\n", "workload.events", "must be >= 0"),
         (BASE + "[workload]\nsubscribe_interval_ms = 'fast'\n", "workload.subscribe_interval_ms", "must be a number"),
@@ -246,3 +249,13 @@ def test_scenario_builds_its_workload_and_latency_model():
         parse_event(schema, e.attributes)
     m = latency_for(s)
     assert isinstance(m, SyntheticModel) and m.hosts == 15 and m.access_delay_ms == 1.0
+
+
+def test_readme_documents_every_scenario_key():
+    import p2pubsub.scenario as scenario_module
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    rows = [line for line in scenario_module.__doc__.splitlines() if line.startswith("| `")]
+    assert len(rows) > 30
+    missing = [row for row in rows if row not in readme]
+    assert not missing, f"README's scenario table lacks: {missing}"

@@ -55,6 +55,7 @@ def node_arguments(scenario: Scenario, capacity: int, supported: set[str]) -> tu
         ("protocol.cutoff_fraction", "--cutoff-fraction", ["--cutoff-fraction", repr(p.cutoff_fraction)]),
         ("protocol.replicas", "--replicas", ["--replicas", str(p.replicas)]),
         ("protocol.seen_ttl_s", "--seen-ttl", ["--seen-ttl", repr(p.seen_ttl_s)]),
+        ("protocol.tick_interval_s", "--tick-interval", ["--tick-interval", repr(p.tick_interval_s)]),
     ]
     if not p.multicast:
         wanted.append(("protocol.multicast", "--unicast", ["--unicast"]))

@@ -7,6 +7,7 @@ invalidated when a host fails, so that in steady state a probe costs one overlay
 
 from __future__ import annotations
 
+import heapq
 from collections import OrderedDict
 from collections.abc import Hashable, Iterable
 
@@ -22,6 +23,7 @@ class Neighbourhood:
         self.version = -1
         self._closest: dict[bytes, tuple] = {}  # key -> closest known host, valid for this version
         self._closest_other: dict[bytes, tuple] = {}  # key -> closest known host other than us, likewise
+        self._nearest: dict[tuple[bytes, int, bool], list[tuple]] = {}  # (key, n, leaving) -> nearest, likewise
         self._resolved: OrderedDict[bytes, tuple] = OrderedDict()  # key -> host that said it is responsible
         self._cache_size = cache_size
         self.leaving = False  # a leaving node is responsible for nothing
@@ -40,6 +42,7 @@ class Neighbourhood:
         self._ids = {p[0] for p in self._contacts}
         self._closest.clear()
         self._closest_other.clear()
+        self._nearest.clear()
 
     def add_pairs(self, pairs: list[tuple[int, tuple]], version: int) -> None:
         """Catch up with contacts added to the DHT's table since our version (and nothing else changed)."""
@@ -51,6 +54,7 @@ class Neighbourhood:
                 self._contacts.append(p)
         self._closest.clear()
         self._closest_other.clear()
+        self._nearest.clear()
 
     @property
     def contacts(self) -> list[tuple]:
@@ -80,12 +84,19 @@ class Neighbourhood:
     def nearest(self, key: bytes, n: int) -> list[tuple]:
         """The ``n`` nodes closest to ``key`` that this node knows, itself included (unless leaving), nearest
         first: the responsible node, then the holders of the key's replicas."""
+        # asked for every replicated key on every tick and every replica update: cached until the table changes
+        cached = self._nearest.get((key, n, self.leaving))
+        if cached is not None:
+            return cached
         k = int.from_bytes(key, "big")
         ranked = [(cid ^ k, c) for cid, c in self._contacts]
         if not self.leaving:
             ranked.append((self._me_int ^ k, self.me))
-        ranked.sort(key=lambda dc: dc[0])
-        return [c for _, c in ranked[:n]]
+        out = [c for _, c in heapq.nsmallest(n, ranked, key=lambda dc: dc[0])]
+        if len(self._nearest) > self._cache_size:
+            self._nearest.clear()
+        self._nearest[(key, n, self.leaving)] = out
+        return out
 
     def responsible(self, key: bytes) -> bool:
         return self.closest(key) == self.me

@@ -21,6 +21,12 @@ class Replication:
         self.r = replicas
         self.sets: dict[TreeId, frozenset] = {}  # what each of our nodes' replica holders were last sent
         self.schema_sets: dict[str, frozenset] = {}
+        self._settled: tuple | None = None  # what the last reconcile left behind
+
+    def _state(self) -> tuple:
+        """Everything ``reconcile`` depends on: the routing table's version and the keys we hold."""
+        node, tree = self.node, self.node.core.tree
+        return node.hood.version, node.hood.leaving, tuple(tree.nodes), tuple(tree.replicas), tuple(node.schemas.docs)
 
     @property
     def on(self) -> bool:
@@ -48,6 +54,10 @@ class Replication:
         keys we are now responsible for become ours (their previous node is gone)."""
         if not self.on:
             return
+        # a pure function of the state below (changes to a node's content travel as updates, not here): a tick
+        # that finds it unchanged has nothing to do, which spares the nearest-node look-ups of every key
+        if self._state() == self._settled:
+            return
         node, tree = self.node, self.node.core.tree
         for tid in [t for t in tree.replicas if t not in tree.nodes and node.hood.responsible(tree_key(t))]:
             node._execute(tree.promote(tid, now))
@@ -72,3 +82,4 @@ class Replication:
             elif me not in node.hood.nearest(key, self.r):
                 del node.schemas.docs[name]
                 self.schema_sets.pop(name, None)
+        self._settled = self._state()

@@ -455,6 +455,7 @@ class Node:
     def _execute(self, actions) -> None:
         """Carry out the core's actions."""
         probes: dict[str, tuple[PubEvent, list]] = {}
+        now = self._loop.time()  # the actions of one step share its instant
         for a in actions:
             if isinstance(a, SendTree):
                 if self.config.multicast and isinstance(a.msg, ProbePub):
@@ -470,10 +471,10 @@ class Node:
                     self._send(a.to, a.msg)
             elif isinstance(a, Deliver):
                 self.counters["delivered"] += 1
-                self.observer.delivered(self, a.sub_id, a.event, self._now(), self._cause)
+                self.observer.delivered(self, a.sub_id, a.event, now, self._cause)
                 self.on_deliver(a.sub_id, a.event)
             elif isinstance(a, Ready):
-                self.observer.installed(self, a.sub_id, self._now(), self._cause)
+                self.observer.installed(self, a.sub_id, now, self._cause)
                 fut = self._installs.get(a.sub_id)
                 if fut is not None and not fut.done():
                     fut.set_result(a.version)

@@ -29,14 +29,16 @@ class NodeApiService:
         self.node = node
         self.registry = registry
         self._meta: dict[str, _Meta] = {}
+        self._last: dict | None = None  # the notification body of the event delivered last
         node.on_deliver = self._deliver
 
     def _deliver(self, sub_id: str, event: PubEvent) -> None:
-        self.registry.deliver(
-            sub_id,
-            {"id": event.event_id, "schema": event.schema, "attributes": dict(event.values),
-             "published_at": event.published_at},
-        )
+        # one event reaches many local subscribers in a row: they share its (never mutated) notification body
+        body = self._last
+        if body is None or body["id"] != event.event_id:
+            body = self._last = {"id": event.event_id, "schema": event.schema, "attributes": dict(event.values),
+                                 "published_at": event.published_at}
+        self.registry.deliver(sub_id, body)
 
     async def put_schema(self, name: str, body: dict) -> tuple[Schema, bool]:
         return await self.node.put_schema(name, body)

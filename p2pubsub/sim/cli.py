@@ -29,7 +29,7 @@ def add_sim_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     parser.add_argument(
         "--tick-interval",
         type=float,
-        help="seconds between a node's housekeeping ticks (expiry, hand-off checks; default: the node's, 2 s)",
+        help="seconds between a node's housekeeping ticks (default: the scenario's protocol.tick_interval_s)",
     )
     parser.add_argument(
         "--check-trace", action="store_true", help="also check that every receipt matches its message's type"

@@ -74,7 +74,8 @@ class Simulation(SimulationBase):
             capacity=self.workload.capacities[index],
             tree=tree,
             multicast=p.multicast,
-            **self.node_config,
+            replicas=p.replicas,
+            **{"tick_interval": p.tick_interval_s, **self.node_config},  # the CLI's --tick-interval wins
         )
 
     def _new_node(self, index: int, contact: int | None) -> Node:

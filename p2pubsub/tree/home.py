@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from ..model import Absent, Event, Schema, Subscription
 from .config import TreeConfig
 from .leafstore import coordinate
+from .memory import expire_oldest_pairs
 from .messages import (
     Action,
     Deliver,
@@ -226,24 +227,28 @@ class Home:
         """Event delivery (§3.4.3): exactly once per (event, subscription), only to live subscriptions."""
         out: list[Action] = []
         event = msg.event
+        eid, values, absent = event.event_id, event.values, event.absent
+        subs, delivered, stats = self.subs, self._delivered, self.stats
+        expiry = now + self.config.seen_ttl
         for sub_id, version in msg.subs:
-            state = self.subs.get(sub_id)
+            state = subs.get(sub_id)
             live = state.versions.get(version) if state is not None and state.active else None
             if live is None:  # unsubscribed, or a version an update has since removed
-                self.stats.late += 1
+                stats.late += 1
                 continue
-            key = (event.event_id, sub_id)
-            if key in self._delivered:
-                if self._delivered[key][0] == version:
-                    self.stats.duplicates += 1
+            key = (eid, sub_id)
+            seen = delivered.get(key)
+            if seen is not None:
+                if seen[0] == version:
+                    stats.duplicates += 1
                 else:
-                    self.stats.overlaps += 1
+                    stats.overlaps += 1
                 continue
-            if not live.sub.matches(event.values, event.absent):
-                self.stats.false_positives += 1
+            if not live.sub.matches(values, absent):
+                stats.false_positives += 1
                 continue
-            self._delivered[key] = (version, now + self.config.seen_ttl)
-            self.stats.delivered += 1
+            delivered[key] = (version, expiry)
+            stats.delivered += 1
             out.append(Deliver(sub_id, event))
         return out
 
@@ -252,8 +257,10 @@ class Home:
         a renewal goes to the leaf that last acknowledged the piece and re-installs it if it was lost; a piece
         never acknowledged (its probe lost with a crashed node) is probed for again."""
         if self._delivered:
-            self._delivered = {k: vt for k, vt in self._delivered.items() if vt[1] > now}
+            expire_oldest_pairs(self._delivered, now)
         out: list[Action] = []
+        if self.config.lease_interval is None:
+            return out  # no leases: nothing to renew
         for state in self.subs.values():
             if not state.active:
                 continue

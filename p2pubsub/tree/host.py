@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from .config import TreeConfig
 from .custody import Custody, Replica
 from .leafstore import coordinates
+from .memory import expire_oldest
 from .messages import (
     Action,
     AdoptNode,
@@ -121,7 +122,7 @@ class TreeHost(Custody):
         out: list[Action] = []
         for node in self.nodes.values():
             if node.seen:
-                node.seen = {k: t for k, t in node.seen.items() if t > now}
+                expire_oldest(node.seen, now)
             if node.leases:
                 out.extend(self._expire(node, now))
         out.extend(self._revive_lost(now))

@@ -1,4 +1,4 @@
-"""``p2pubsub demo``: a local in-memory network that subscribes, publishes and prints what it delivers.
+"""``p2pubsub demo --in-memory``: a local in-memory network that subscribes, publishes and prints what it delivers.
 
 It runs the real 2d-tree core on many in-process hosts (no sockets) with PADRES stock quotes when the shared
 data folder is present and a small synthetic market otherwise, then checks every delivery against a brute-force
@@ -11,55 +11,14 @@ import random
 import sys
 from typing import TextIO
 
-from .datadir import data_path
-from .inmemory import InMemoryNetwork, Oracle
-from .model import Schema, parse_event, parse_filter
-from .tree import TreeConfig
-
-SCHEMA = Schema.from_dict(
-    "stocks",
-    {
-        "attributes": {
-            "symbol": {"type": "string"},
-            "price": {"type": "float", "min": 0, "max": 1000},
-            "volume": {"type": "int", "min": 0, "max": 1_000_000_000},
-        }
-    },
-)
-
-FILTERS = [
-    {"symbol": {"eq": "AAPL"}},
-    {"symbol": {"eq": "MSFT"}, "price": {"lt": 27.0}},
-    {"price": {"ge": 100}},
-    {"symbol": {"prefix": "I"}, "volume": {"gt": 5_000_000}},
-    {"price": {"ge": 20, "le": 21}},
-    {"volume": {"ge": 30_000_000}},
-]
+from ..inmemory import InMemoryNetwork, Oracle
+from ..model import parse_event, parse_filter
+from ..tree import TreeConfig
+from .stocks import FILTERS, SCHEMA, quotes
 
 
-def quotes(rng: random.Random, count: int) -> list[dict]:
-    """Real closing quotes of a few symbols when the data is there, a random walk otherwise."""
-    symbols = ["AAPL", "MSFT", "INTC", "IBM", "YHOO", "ORCL"]
-    out = []
-    base = data_path("stockquotes")
-    if base is not None:
-        from .workload.quotes import parse_quote_file
-
-        for sym in symbols:
-            path = base / sym
-            if path.exists():
-                rows = parse_quote_file(path.read_text(), sym, sym)[0][-(count // len(symbols) + 1) :]
-                out += [{"symbol": sym, "price": min(999.0, r.close), "volume": min(10**9, r.volume)} for r in rows]
-    if not out:
-        for i in range(count):
-            sym = symbols[i % len(symbols)]
-            price, volume = round(rng.uniform(10, 150), 2), rng.randint(10**5, 5 * 10**7)
-            out.append({"symbol": sym, "price": price, "volume": volume})
-    rng.shuffle(out)
-    return out[:count]
-
-
-def run(hosts: int = 64, events: int = 24, seed: int = 1, out: TextIO = sys.stdout) -> bool:
+def run(hosts: int = 64, events: int = 24, seed: int = 1, out: TextIO | None = None) -> bool:
+    out = out or sys.stdout  # read at call time, so a redirected stdout is the one written to
     rng = random.Random(seed)
     net = InMemoryNetwork(hosts, TreeConfig(), seed=seed)
     oracle = Oracle(net)
