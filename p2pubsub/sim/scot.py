@@ -122,7 +122,8 @@ class ScotSimulation(SimulationBase):
         sc = self.scenario
         boot = () if contact is None else ((self.net.ip_of(contact), KADEMLIA_PORT),)
         config = NodeConfig(host=self.net.ip_of(index), dht_port=KADEMLIA_PORT, http_port=None, bootstrap=boot,
-                            replicas=sc.protocol.replicas, **self.node_config)
+                            replicas=sc.protocol.replicas,
+                            **{"tick_interval": sc.protocol.tick_interval_s, **self.node_config})
         scot = ScotConfig(OVERLAY_NAME, self.definition, lease=sc.scot.lease_s, replicas=sc.protocol.replicas)
         clusters = self.definition.clusters
         planned = id_in_cluster(int.from_bytes(node_id(self.seed, index), "big"), index % clusters, clusters)
