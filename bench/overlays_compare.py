@@ -23,6 +23,31 @@ def _ratio(a: float, b: float) -> str:
     return f"{a / b:.3f}" if b else "-"
 
 
+def print_rows(rows: list[tuple[str, float | int, float | int]]) -> None:
+    """``(metric, OctopiA, PADRES)`` rows side by side, with their ratio."""
+    print(f"{'metric':42} {'OctopiA':>12} {'PADRES':>12} {'Oct/PAD':>9}")
+    for name, a, b in rows:
+        fa = f"{a:12.2f}" if isinstance(a, float) else f"{a:12d}"
+        fb = f"{b:12.2f}" if isinstance(b, float) else f"{b:12d}"
+        print(f"{name:42} {fa} {fb} {_ratio(a, b):>9}")
+
+
+def print_burst(n_pubs: int, seed: int) -> None:
+    """The recovery after a high-rate publisher's burst (OctopiA §10, Figs 17-20): SPR/IDR vs TID-S/TID-D."""
+    print(f"\nBurst: HRP at B(G,0) publishes {n_pubs} quotes at 1000/s; two of its outgoing links degrade to "
+          "250 msg/s (OctopiA: iLinks to C1, C3), tau=10, t_w=50 ms")
+    print(f"{'routing':8} {'settle s':>9} {'last dlv s':>10} {'mean dly':>9} {'p99 dly':>8} {'max dly':>8} "
+          f"{'maxQ':>6} {'mean Q':>7} {'IMs':>7} {'diverted':>8} {'exact':>6}")
+    for kind in ("octopia", "padres"):
+        for dynamic in (False, True):
+            r = burst(kind, dynamic, n_pubs=n_pubs, seed=seed)
+            print(f"{r.routing:8} {r.settle_time:9.3f} {r.last_delivery:10.3f} {r.mean_delay:9.3f} "
+                  f"{r.p99_delay:8.3f} {r.max_delay:8.3f} {r.max_queue:6d} {r.mean_target_queue:7.1f} {r.ims:7d} "
+                  f"{r.diversions:8d} {r.deliveries == r.expected!s:>6}")
+    print("\nsettle: seconds after the burst's last publication until every output queue stays <= 5 messages;"
+          "\nmean Q: mean queue length on the two degraded links over the windows from the burst's start")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--publishers", type=int, default=100)
@@ -57,27 +82,12 @@ def main() -> None:
         ("hops per delivery, mean", o.mean_hops, p.mean_hops),
         ("hops per delivery, max", o.max_hops, p.max_hops),
     ]
-    print(f"{'metric':42} {'OctopiA':>12} {'PADRES':>12} {'Oct/PAD':>9}")
-    for name, a, b in rows:
-        fa = f"{a:12.2f}" if isinstance(a, float) else f"{a:12d}"
-        fb = f"{b:12.2f}" if isinstance(b, float) else f"{b:12d}"
-        print(f"{name:42} {fa} {fb} {_ratio(a, b):>9}")
+    print_rows(rows)
     red = 1 - o.adverts_per_broker / p.adverts_per_broker
     print(f"\nCLT is {red:.1%} smaller than SRT; advertisement broadcast uses "
           f"{p.ims[Phase.ADVERTISE] / max(1, o.ims[Phase.ADVERTISE]):.1f}x fewer IMs in OctopiA")
 
-    print(f"\nBurst: HRP at B(G,0) publishes {args.burst} quotes at 1000/s; two of its outgoing links degrade to "
-          "250 msg/s (OctopiA: iLinks to C1, C3), tau=10, t_w=50 ms")
-    print(f"{'routing':8} {'settle s':>9} {'last dlv s':>10} {'mean dly':>9} {'p99 dly':>8} {'max dly':>8} "
-          f"{'maxQ':>6} {'mean Q':>7} {'IMs':>7} {'diverted':>8} {'exact':>6}")
-    for kind in ("octopia", "padres"):
-        for dynamic in (False, True):
-            r = burst(kind, dynamic, n_pubs=args.burst, seed=args.seed)
-            print(f"{r.routing:8} {r.settle_time:9.3f} {r.last_delivery:10.3f} {r.mean_delay:9.3f} "
-                  f"{r.p99_delay:8.3f} {r.max_delay:8.3f} {r.max_queue:6d} {r.mean_target_queue:7.1f} {r.ims:7d} "
-                  f"{r.diversions:8d} {r.deliveries == r.expected!s:>6}")
-    print("\nsettle: seconds after the burst's last publication until every output queue stays <= 5 messages;"
-          "\nmean Q: mean queue length on the two degraded links over the windows from the burst's start")
+    print_burst(args.burst, args.seed)
     print(f"\n({time.perf_counter() - t0:.1f} s wall)")
 
 

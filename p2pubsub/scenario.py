@@ -26,7 +26,7 @@ Keys (times are virtual; the workload clock starts once the network has joined a
 | --- | --- | --- |
 | `name` | file stem | scenario name: letters, digits, `_ - .` |
 | `seed` | 1 | seeds every random choice (placement, workload, latency model) |
-| `mode` | `"dht"` | `"dht"` (2d-tree over Kademlia), `"scot"` (OctopiA on SCOT), `"padres"` (brokers) |
+| `mode` | `"dht"` | `"dht"` (2d-tree over Kademlia), `"scot"` (OctopiA on SCOT), `"padres"` (brokers; both: stocks) |
 | `drain_s` | 30 | after the last event, how long the run goes on for deliveries |
 | `network.nodes` | required | simulated nodes at start, >= 1 |
 | `network.latency` | `"ripe"` | `"ripe"`, `"synthetic"` or `"king:PATH"` (live runs ignore it) |
@@ -59,11 +59,14 @@ Keys (times are virtual; the workload clock starts once the network has joined a
 | `workload.symbols` | all | stocks only: use the first N symbols by name, >= 1 |
 | `[[churn]] at_s` | required | when, on the workload clock; non-decreasing, >= 0 |
 | `[[churn]] crash`/`join`/`leave` | one of | how many nodes crash, join or leave gracefully; never below 1 live node |
-| `scot.topology` | `"S_e"` | mode scot only: a named SCOT topology (OctopiA §10, Fig. 9), or instead: |
+| `scot.topology` | `"S_e"` | modes scot and padres: a named SCOT topology (OctopiA §10, Fig. 9), or instead: |
 | `scot.edges` | none | the acyclic factor's edges `[[a, b], ...]` |
 | `scot.clusters` | 4 | clusters (size of the cyclic factor), >= 1 |
+| `scot.dynamic` | false | dynamic publication routing: IDR (OctopiA Alg. 4) or TID-D (padres); false: SPR / TID-S |
 | `scot.tau` | 10 | IDR congestion threshold τ (OctopiA Eq. 3), > 0 |
 | `scot.t_w_ms` | 50 | IDR time window t_w, > 0 |
+| `scot.lease_s` | 10 | slot lease of a broker position (renewed every third of it), > 0.1 |
+| `scot.advertise_interval_ms` | 20 | gap between advertisements (sent before the workload clock starts), >= 0 |
 """
 
 from __future__ import annotations
@@ -78,6 +81,7 @@ from pathlib import Path
 from typing import Any
 
 MODES = ("dht", "scot", "padres")
+OVERLAY_MODES = ("scot", "padres")  # broker overlays on SCOT positions: OctopiA, and the PADRES-style baseline
 KINDS = ("thesis", "stocks")
 ABSENT = ("no_match", "match")
 PLACEMENTS = ("random", "clustered")
@@ -300,15 +304,21 @@ class Scot:
     topology: str | None = "S_e"
     edges: tuple[tuple[int, int], ...] | None = None
     clusters: int = 4
+    dynamic: bool = False
     tau: float = 10.0
     t_w_ms: float = 50.0
+    lease_s: float = 10.0
+    advertise_interval_ms: float = 20.0
 
     READERS = {  # noqa: RUF012
         "topology": lambda k, v: _name(k, v),
         "edges": lambda k, v: _edges(k, v),
         "clusters": lambda k, v: _int(k, v, 1, 1024),
+        "dynamic": _bool,
         "tau": lambda k, v: _float(k, v, 0.0, lo_open=True),
         "t_w_ms": lambda k, v: _float(k, v, 0.0, lo_open=True),
+        "lease_s": lambda k, v: _float(k, v, 0.1, lo_open=True),
+        "advertise_interval_ms": lambda k, v: _float(k, v, 0.0),
     }
 
 
@@ -437,8 +447,8 @@ def _parse(raw: Mapping[str, Any], default_name: str | None) -> Scenario:
     churn = _churn(raw.get("churn", []), network.nodes)
     scot = None
     if "scot" in raw:
-        if mode != "scot":
-            raise ScenarioError("scot", f"applies to mode 'scot' only; this scenario's mode is {mode!r}")
+        if mode not in OVERLAY_MODES:
+            raise ScenarioError("scot", f"applies to modes 'scot' and 'padres' only; this scenario's mode is {mode!r}")
         scot_raw = _table("scot", raw["scot"])
         values = _read("scot.", scot_raw, Scot.READERS)
         if "edges" in values and "topology" in values:
@@ -446,7 +456,7 @@ def _parse(raw: Mapping[str, Any], default_name: str | None) -> Scenario:
         if "edges" in values:
             values["topology"] = None
         scot = Scot(**values)
-    elif mode == "scot":
+    elif mode in OVERLAY_MODES:
         scot = Scot()
 
     # cross-field rules
@@ -461,6 +471,9 @@ def _parse(raw: Mapping[str, Any], default_name: str | None) -> Scenario:
     for k in wrong:
         if k in workload_raw:
             raise ScenarioError(f"workload.{k}", f"does not apply to workload.kind {workload.kind!r}")
+    if mode in OVERLAY_MODES and workload.kind != "stocks":
+        why = f"mode {mode!r} needs 'stocks' (its publishers advertise), got {workload.kind!r}"
+        raise ScenarioError("workload.kind", why)
     if workload.kind == "stocks" and workload.stock_placement == "clustered" and network.nodes < 2:
         raise ScenarioError("workload.stock_placement", "'clustered' needs network.nodes >= 2 (a hub and the rest)")
     return Scenario(name, network, seed, mode, drain_s, protocol, workload, churn, scot)

@@ -116,9 +116,19 @@ t_w_ms = 50
 
 
 def test_scot_mode_gets_a_default_topology():
-    s = parse_scenario('mode = "scot"\n[network]\nnodes = 54\n', name="x")
+    s = parse_scenario('mode = "scot"\n[network]\nnodes = 54\n[workload]\nkind = "stocks"\n', name="x")
     assert s.scot == Scot()
     assert s.scot.topology == "S_e"
+
+
+def test_padres_mode_takes_the_scot_table_too():
+    text = ('mode = "padres"\n[network]\nnodes = 56\n[workload]\nkind = "stocks"\n'
+            "[scot]\ndynamic = true\nlease_s = 4\nadvertise_interval_ms = 0\n")
+    s = parse_scenario(text, name="p")
+    assert s.scot == Scot(dynamic=True, lease_s=4.0, advertise_interval_ms=0.0)
+    assert parse_scenario(s.to_toml()) == s
+    plain = 'mode = "padres"\n[network]\nnodes = 5\n[workload]\nkind = "stocks"\n'
+    assert parse_scenario(plain, name="q").scot == Scot()
 
 
 BASE = "[network]\nnodes = 10\n"
@@ -187,7 +197,7 @@ BASE = "[network]\nnodes = 10\n"
             "would leave no live node (1 alive before)",
         ),
         ("churn = 3\n" + BASE, "churn", "must be an array"),
-        (BASE + "[scot]\nclusters = 2\n", "scot", "applies to mode 'scot' only"),
+        (BASE + "[scot]\nclusters = 2\n", "scot", "applies to modes 'scot' and 'padres' only"),
         ("mode = 'scot'\n" + BASE + "[scot]\ntopology = 'S_e'\nedges = [[0, 1]]\n", "scot.edges", "either"),
         ("mode = 'scot'\n" + BASE + "[scot]\nedges = [[0, 0]]\n", "scot.edges[0]", "joins two brokers"),
         ("mode = 'scot'\n" + BASE + "[scot]\nedges = [[0, 1], [1, 0]]\n", "scot.edges[1]", "listed twice"),
@@ -195,6 +205,9 @@ BASE = "[network]\nnodes = 10\n"
         ("mode = 'scot'\n" + BASE + "[scot]\nedges = []\n", "scot.edges", "at least one edge"),
         ("mode = 'scot'\n" + BASE + "[scot]\ntau = 0\n", "scot.tau", "must be > 0.0"),
         ("mode = 'scot'\n" + BASE + "[scot]\nclusters = 0\n", "scot.clusters", "must be >= 1"),
+        ("mode = 'scot'\n" + BASE + "[scot]\nlease_s = 0.1\n", "scot.lease_s", "must be > 0.1"),
+        ("mode = 'scot'\n" + BASE + "[scot]\ndynamic = 1\n", "scot.dynamic", "must be true or false"),
+        ("mode = 'padres'\n" + BASE, "workload.kind", "needs 'stocks'"),
     ],
 )
 def test_every_rule_has_a_precise_error(text, key, message):

@@ -154,6 +154,20 @@ def test_workload_on_small_files(tmp_path):
             assert all(sub.matches(e.attributes) for e in own)
 
 
+def test_every_event_conforms_to_an_advertisement_of_its_publisher(tmp_path):
+    from overlays.content import conforms
+
+    w = stocks_workload(10, seed=4, folder=write_folder(tmp_path, days=40), events=100)
+    schema = w.parsed_schema()
+    assert len(w.advertisements) == 3  # one per symbol, on the symbol's publisher node
+    publishers = {v: k for k, v in w.info["publishers"].items()}
+    assert {a.node: a.filter["symbol"]["eq"] for a in w.advertisements} == publishers
+    adverts = [(a.node, parse_filter(schema, a.filter)) for a in w.advertisements]
+    for e in w.events():
+        values = parse_event(schema, e.attributes).values
+        assert any(node == e.node and conforms(values, adv) for node, adv in adverts)
+
+
 def test_streams_stop_when_their_quotes_run_out(tmp_path):
     w = stocks_workload(10, seed=1, folder=write_folder(tmp_path, days=20), events=1000)
     assert w.event_count == 60  # 3 symbols × 20 days

@@ -619,7 +619,7 @@ class KeyedPeer:
         holders = self._holders(key_of(kind, name)) if self.replicas > 1 else frozenset()
         self._rep_sets[(kind, name)] = holders
         if then is None or not holders:
-            for h in holders:
+            for h in sorted(holders):  # sorted: a set's order depends on the process's hash seed
                 self._send(h, Replica(kind, name, doc, self.host, 0))
             if then is not None:
                 then()
@@ -628,7 +628,7 @@ class KeyedPeer:
         req = self._req
         wait = self._acks[req] = _AckWait({(h[1], h[2]) for h in holders}, then)
         wait.timer = self._loop.call_later(self.ack_timeout, self._ack_timeout, req)
-        for h in holders:
+        for h in sorted(holders):
             self._send(h, Replica(kind, name, doc, self.host, req))
 
     def _acked(self, req: int, addr: tuple) -> None:

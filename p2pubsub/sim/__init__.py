@@ -6,6 +6,8 @@
 - `transport`: the in-memory `DatagramTransport`.
 - `kademlia_patch`: point kademlia/rpcudp's clock and randomness at the loop and seeded RNGs.
 - `kademlia_nodes`: seeded kademlia servers on simulated hosts.
+- `engine`: what every `p2pubsub sim` run shares (phases, workload clock, churn, drain); `runner`: the DHT mode
+  and `run_scenario`; `scot`: the broker overlays (modes scot and padres); `tracing`, `oracle`, `summary`.
 """
 
 from p2pubsub.sim.links import Backlog, TransmitQueue

@@ -75,6 +75,11 @@ def run_from_args(args: argparse.Namespace) -> int:
         "wall_s": summary["wall_s"],
         "peak_rss_mb": summary["peak_rss_mb"],
     }
+    if "tables" in summary:  # broker overlays (mode scot / padres)
+        t, ims = summary["tables"], summary["inter_broker_messages"]
+        brief["tables"] = {k: t[f"{k}_per_broker"]["mean"] for k in ("advertisements", "subscriptions")}
+        brief["inter_broker_messages"] = {k: ims[k] for k in ("advertise", "subscribe", "publish")}
+        brief["advertise_ms"] = summary["latency_ms"]["advertise"]["mean"]
     print(json.dumps(brief))
     inexact = d["missing"] or d["false_positive"] or d["duplicate"]
     return 1 if inexact and not scenario.churn else 0

@@ -31,7 +31,7 @@ from ..trace.schema import FILES
 from ..trace.summary import write_summary
 
 if TYPE_CHECKING:
-    from .runner import Simulation
+    from .engine import SimulationBase as Simulation
 
 __all__ = ["VOLATILE", "comparable", "finish_summary", "stats_ms"]
 
@@ -163,5 +163,6 @@ def finish_summary(sim: Simulation, *, wall_start: float) -> dict[str, Any]:
         peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1),  # Linux: KiB
         volatile=list(VOLATILE),
     )
+    sim.extend_summary(summary)
     write_summary(run_dir, summary)
     return summary

@@ -7,7 +7,9 @@ is the k-th that host receives from it: `received` pops the oldest open id of it
 stamps its receipt time. A message never received (its receiver crashed, or left) keeps a null ``received_at``.
 
 Message types are class names; a `Routed` message is logged as what it carries (a routed ``ProbePub`` is a
-``ProbePub``), a ``ProbePubMulticast`` as itself. ``event_id`` and ``subscription_id`` come from the message.
+``ProbePub``), a ``ProbePubMulticast`` as itself, and so is a SCOT broker's ``Tracked`` message (a tracked
+``SubscriptionBroadcast`` is a ``SubscriptionBroadcast``). ``event_id`` and ``subscription_id`` come from the
+message (for the broker cores' messages: their publication's id, their ``sub_id``).
 
 What the node does not see goes through `SimNetwork`'s per-datagram hook (`datagram`): the transport's
 acknowledgements (type ``Ack``, one row per ACK datagram) and Kademlia's RPCs (``dht.<rpc>`` for a request,
@@ -36,6 +38,7 @@ from ..node.messages import (
 )
 from ..node.observer import Observer
 from ..node.transport import ACK, MAGIC
+from ..scot.messages import Tracked
 from ..trace import TraceWriter
 from ..tree import (
     AdoptNode,
@@ -108,11 +111,20 @@ _DESCRIBE: dict[type, Callable[[Any], Described]] = {
 }
 
 
+def _core(m: Any) -> Described:
+    """A broker core's message (``overlays.octopia`` / ``overlays.padres``): publication id, or ``sub_id``."""
+    pub = getattr(m, "publication", None)
+    event_id = pub.pub_id.partition("@")[0] if pub is not None else None  # a SCOT node's pub_id: "event@time"
+    return (type(m).__name__, event_id, getattr(m, "sub_id", None))
+
+
 def describe(msg: Any) -> Described:
     """``(type, event_id, subscription_id)`` of a peer message as the trace records it."""
-    if type(msg) is Routed:
+    if type(msg) is Routed or type(msg) is Tracked:
         msg = msg.msg
-    fn = _DESCRIBE.get(type(msg), _plain)
+    fn = _DESCRIBE.get(type(msg))
+    if fn is None:
+        fn = _core if hasattr(type(msg), "PHASE") else _plain
     return fn(msg)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..scenario import Scenario
-from .base import Pub, Sub, Workload, node_capacities
+from .base import Adv, Pub, Sub, Workload, node_capacities
 from .stocks import stocks_workload
 from .thesis import THESIS_ATTRIBUTES, AttrSpec, thesis_workload
 
@@ -41,6 +41,7 @@ def from_scenario(scenario: Scenario) -> Workload:
 
 __all__ = [
     "THESIS_ATTRIBUTES",
+    "Adv",
     "AttrSpec",
     "Pub",
     "Sub",

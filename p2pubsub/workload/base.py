@@ -4,7 +4,9 @@
 * ``subscriptions``: ``Sub(time_s, node, filter)`` — ``filter`` is JSON that ``parse_filter`` accepts;
 * ``events()``: a fresh lazy iterator of ``Pub(time_s, node, attributes)`` each call (``parse_event`` accepts
   the attributes), so millions of events never sit in memory;
-* ``capacities``: each node's subscription capacity (the leaf capacity of the 2d-tree, thesis Table 4.1).
+* ``capacities``: each node's subscription capacity (the leaf capacity of the 2d-tree, thesis Table 4.1);
+* ``advertisements``: ``Adv(node, filter)``, what each publisher announces before it publishes (broker overlays,
+  OctopiA §6): every event of ``node`` conforms to one of its advertisements (empty for workloads without them).
 
 Times are seconds from the start of the workload (after the network has formed, thesis §4.1.1 stage 1):
 subscriptions arrive first, then, ``settle_s`` after the last subscription, the events. ``node`` is the index of
@@ -27,6 +29,11 @@ class Sub(NamedTuple):
     filter: dict[str, dict[str, Any]]
 
 
+class Adv(NamedTuple):
+    node: int
+    filter: dict[str, dict[str, Any]]
+
+
 class Pub(NamedTuple):
     time_s: float
     node: int
@@ -42,6 +49,7 @@ class Workload:
     event_count: int  # how many events :meth:`events` yields
     _events: Callable[[], Iterator[Pub]] = field(repr=False)
     info: dict[str, Any] = field(default_factory=dict)
+    advertisements: tuple[Adv, ...] = ()
 
     def events(self) -> Iterator[Pub]:
         """A fresh iterator over the events, in time order (the same sequence every call)."""

@@ -26,6 +26,8 @@ Mapping of the paper onto this system:
   ``open == close`` and ``openCloseDiff`` is 0). Where ``highLowDiff`` cannot come near a low share (some old
   quotes have ``high == low`` every day) the low filter thresholds ``volume`` instead. Ties in the data make
   shares approximate.
+* **Advertisements** (broker overlays, OctopiA §6): each symbol's publisher advertises ``class``, ``symbol`` and
+  every numeric attribute's range over that symbol's whole history, so each of its quotes conforms.
 * **Placement.** ``"random"``: every subscriber on a uniformly drawn node. ``"clustered"``: all high-rated
   subscribers on one (seeded) hub node and the others on the remaining nodes, as in the paper.
 """
@@ -40,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import Pub, Sub, Workload, arrival_times, check_common, node_capacities, stream_rng
+from .base import Adv, Pub, Sub, Workload, arrival_times, check_common, node_capacities, stream_rng
 from .quotes import Quote, StockData, load_stock_data
 
 SCHEMA_NAME = "stock"
@@ -90,6 +92,19 @@ def quote_event(q: Quote) -> dict[str, Any]:
         "openCloseDiff": q.open_close_diff,
         "highLowDiff": q.high_low_diff,
     }
+
+
+NUMERIC = ("open", "high", "low", "close", "volume", "date", "openCloseDiff", "highLowDiff")
+
+
+def advertisement(symbol: str, quotes: Sequence[Quote]) -> dict[str, dict[str, Any]]:
+    """What the publisher of ``symbol`` announces: its class, its symbol, each numeric attribute's range."""
+    events = [quote_event(q) for q in quotes]
+    out: dict[str, dict[str, Any]] = {"class": {"eq": "STOCK"}, "symbol": {"eq": symbol}}
+    for a in NUMERIC:
+        values = [e[a] for e in events]
+        out[a] = {"ge": min(values), "le": max(values)}
+    return out
 
 
 def best_threshold(values: Sequence[float] | np.ndarray, target: int) -> tuple[float, int]:
@@ -224,6 +239,7 @@ def stocks_workload(
         "events_start_s": events_start,
         "dropped_quotes": list(data.dropped),
     }
+    adverts = tuple(Adv(publishers[k], advertisement(names[k], streams[k])) for k in range(len(names)) if streams[k])
     return Workload(
         SCHEMA_NAME,
         stock_schema(data),
@@ -232,6 +248,7 @@ def stocks_workload(
         len(order),
         event_stream,
         info,
+        adverts,
     )
 
 
@@ -260,4 +277,4 @@ def _subscriber_node(rng: random.Random, nodes: int, rating: str, placement: str
     return node + 1 if node >= hub else node
 
 
-__all__ = ["RATINGS", "rated_filter", "stock_schema", "stocks_workload"]
+__all__ = ["RATINGS", "advertisement", "rated_filter", "stock_schema", "stocks_workload"]
