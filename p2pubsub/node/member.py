@@ -27,7 +27,7 @@ from ..model import Schema, ValidationError
 from .config import NodeConfig
 from .dht import Contact, DhtServer, new_node_id
 from .keys import schema_key
-from .messages import Goodbye, JoinReply, JoinRequest, SchemaGet, SchemaPut
+from .messages import Goodbye, JoinReply, JoinRequest, Resolved, SchemaGet, SchemaHandoff, SchemaPut
 from .neighbourhood import Neighbourhood
 from .observer import Observer
 from .schemas import SchemaStore
@@ -225,6 +225,12 @@ class DhtMember:
         finally:
             self._requests.pop(req, None)
 
+    def _on_reply(self, msg: Any) -> None:
+        """The answer to our request ``msg.req`` (if still waited for)."""
+        fut = self._requests.get(msg.req)
+        if fut is not None and not fut.done():
+            fut.set_result(msg)
+
     # --- the work queue ---
 
     def _pump(self) -> None:
@@ -244,6 +250,22 @@ class DhtMember:
             self._pumping = False
 
     # --- membership ---
+
+    def _on_member_message(self, msg: Any) -> bool:
+        """Resolution hints, schema replicas, goodbyes and joins (a ``_dispatch`` step); False: none of these."""
+        if isinstance(msg, Resolved):
+            self.hood.learn(msg.key, msg.host)
+        elif isinstance(msg, SchemaHandoff):  # a replica of a schema (routed hand-offs arrive via _arrive)
+            self.schemas.adopt(msg.name, msg.doc)
+        elif isinstance(msg, Goodbye):
+            self._forget(tuple(msg.host))
+        elif isinstance(msg, JoinRequest):
+            self._on_join_request(msg)
+        elif isinstance(msg, JoinReply):
+            self._on_join_reply(msg)
+        else:
+            return False
+        return True
 
     def _forget(self, host: Host) -> None:
         """``host`` is gone: out of the routing table and the resolution cache."""

@@ -44,9 +44,6 @@ from .config import NodeConfig
 from .keys import schema_key, tree_key
 from .member import DhtMember, Host
 from .messages import (
-    Goodbye,
-    JoinReply,
-    JoinRequest,
     Probe,
     ProbePubMulticast,
     Resolved,
@@ -181,21 +178,9 @@ class Node(DhtMember):
             self._multicast(msg.event, probes, msg.origin, msg.hops, forwarded=True)
         elif isinstance(msg, HOME_MESSAGES):
             self._execute(self.core.handle(msg, self._now()))
-        elif isinstance(msg, Resolved):
-            self.hood.learn(msg.key, msg.host)
-        elif isinstance(msg, SchemaHandoff):  # a replica of a schema (routed hand-offs arrive via _arrive)
-            self.schemas.adopt(msg.name, msg.doc)
-        elif isinstance(msg, Goodbye):
-            self._forget(tuple(msg.host))
-        elif isinstance(msg, JoinRequest):
-            self._on_join_request(msg)
-        elif isinstance(msg, JoinReply):
-            self._on_join_reply(msg)
         elif isinstance(msg, SchemaReply):
-            fut = self._requests.get(msg.req)
-            if fut is not None and not fut.done():
-                fut.set_result(msg)
-        else:
+            self._on_reply(msg)
+        elif not self._on_member_message(msg):
             self.counters["unexpected_messages"] += 1
 
     # --- routing ---

@@ -43,9 +43,6 @@ from ..node.dht import Contact, contact_tuple
 from ..node.keys import schema_key
 from ..node.member import DhtMember, Host
 from ..node.messages import (
-    Goodbye,
-    JoinReply,
-    JoinRequest,
     Resolved,
     Routed,
     SchemaGet,
@@ -198,11 +195,7 @@ class KeyedPeer(DhtMember):
         if isinstance(msg, Routed):
             self._route(msg.key, msg.msg, msg.origin, msg.hops, forwarded=True)
         elif isinstance(msg, REPLIES):
-            fut = self._requests.get(msg.req)
-            if fut is not None and not fut.done():
-                fut.set_result(msg)
-        elif isinstance(msg, Resolved):
-            self.hood.learn(msg.key, msg.host)
+            self._on_reply(msg)
         elif isinstance(msg, Replica):
             self._adopt(msg.kind, msg.name, msg.doc)
             if msg.req:
@@ -212,15 +205,7 @@ class KeyedPeer(DhtMember):
         elif isinstance(msg, RecordQuery):
             doc = self._doc(msg.kind, msg.name)
             self._send(msg.reply_to, StoreReply(msg.req, "found" if doc else "missing", doc))
-        elif isinstance(msg, SchemaHandoff):
-            self.schemas.adopt(msg.name, msg.doc)
-        elif isinstance(msg, Goodbye):
-            self._forget(tuple(msg.host))
-        elif isinstance(msg, JoinRequest):
-            self._on_join_request(msg)
-        elif isinstance(msg, JoinReply):
-            self._on_join_reply(msg)
-        else:
+        elif not self._on_member_message(msg):
             self._on_overlay_message(tuple(addr), msg)
 
     def _on_overlay_message(self, addr: tuple, msg: Any) -> None:
