@@ -4,6 +4,7 @@
 - :mod:`.delivery`: :class:`SubscriptionRegistry`, per-subscription bounded buffers read by cursor (long poll,
   SSE) and webhook workers; the node feeds it with ``registry.deliver(sub_id, event)``.
 - :mod:`.app`: ``make_app(service, registry, ...)``, the aiohttp application; :mod:`.server`: ``start_api``.
+- :mod:`.nodebase`: :class:`NodeServiceBase`, what the services of a running node (either mode) share.
 - :mod:`.local`: :class:`LocalCluster`/:class:`LocalService`, the service over the in-memory network.
 """
 

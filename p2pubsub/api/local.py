@@ -19,7 +19,7 @@ from ..inmemory import InMemoryNetwork, Oracle
 from ..model import Schema, parse_event, parse_filter
 from ..tree import Action, Deliver, TreeConfig
 from .delivery import SubscriptionRegistry
-from .service import SchemaConflict, ServiceUnavailable, SubscriptionInfo, UnknownSchema
+from .service import SchemaConflict, ServiceUnavailable, SubscriptionInfo, UnknownSchema, notification
 
 
 class _DeliveringNetwork(InMemoryNetwork):
@@ -36,13 +36,7 @@ class _DeliveringNetwork(InMemoryNetwork):
             return
         for a in actions:
             if isinstance(a, Deliver):
-                ev = a.event
-                registry.deliver(a.sub_id, {
-                    "id": ev.event_id,
-                    "schema": ev.schema,
-                    "attributes": dict(ev.values),
-                    "published_at": ev.published_at,
-                })
+                registry.deliver(a.sub_id, notification(a.event))
 
 
 class LocalCluster:

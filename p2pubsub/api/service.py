@@ -95,6 +95,12 @@ class SubscriptionInfo:
         return out
 
 
+def notification(event: Any) -> dict[str, Any]:
+    """The event dict (see above) of a delivered :class:`p2pubsub.tree.PubEvent`."""
+    return {"id": event.event_id, "schema": event.schema, "attributes": dict(event.values),
+            "published_at": event.published_at}
+
+
 @runtime_checkable
 class NodeService(Protocol):
     """What a node offers its local clients. All coroutines run on the node's event loop."""

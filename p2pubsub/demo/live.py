@@ -82,6 +82,8 @@ class Pub:
     sent: float = 0.0  # time.monotonic() when the POST /v1/events went out
 
 
+# The demo's own tally, not the oracles' `p2pubsub.matchmatrix.PairCounts`: every subscription is installed before
+# the first quote, so nothing is "unexpected"; it counts the readers' buffer drops and keeps the latencies.
 @dataclass
 class Verdict:
     expected: int = 0

@@ -34,7 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from ..model import Absent, Range, Schema, StringEq, StringPrefix, Subscription
+from ..matchmatrix import PairCounts, match_matrix, sub_columns
+from ..model import Absent, Schema, Subscription
 
 __all__ = ["Oracle", "Verdict"]
 
@@ -42,16 +43,9 @@ _CHUNK_CELLS = 4_000_000  # matching matrix cells per chunk
 
 
 @dataclass
-class Verdict:
+class Verdict(PairCounts):
     """Totals, plus per-event and per-subscription counts for windows (recovery) and splits (departed homes)."""
 
-    expected: int = 0
-    delivered: int = 0
-    missing: int = 0
-    false_positive: int = 0
-    duplicate: int = 0
-    unexpected: int = 0
-    unknown: int = 0
     late: int = 0  # expected pairs not received within the deadline (missing ones included)
     # per event: expected pairs and missing pairs; per subscription: the same
     event_expected: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
@@ -78,29 +72,11 @@ class Oracle:
         self.absent_match = schema.absent is Absent.MATCH
         self.subs = list(subs)
         self.events = list(events)
-        self._columns = _sub_columns(self.subs)
+        self._columns = sub_columns(self.subs)
 
     def match_chunk(self, start: int, stop: int) -> np.ndarray:
         """Boolean matrix ``[stop - start, subscriptions]``: does event ``start + i`` match subscription ``j``."""
-        events = self.events[start:stop]
-        m = np.ones((len(events), len(self.subs)), bool)
-        for name, kind, col in self._columns:
-            present = np.array([name in v for v in events], bool)[:, None]
-            if kind == "range":
-                v = np.array([float(ev[name]) if name in ev else math.nan for ev in events])[:, None]
-                ok = (((col["lo"] < v) | (col["loc"] & (col["lo"] == v)))
-                      & ((v < col["hi"]) | (col["hic"] & (v == col["hi"]))))
-            else:
-                codes = col["codes"]
-                v = np.array([codes.get(ev.get(name), -2) if isinstance(ev.get(name), str) else -3
-                              for ev in events])[:, None]
-                ok = col["eq"][None, :] == v
-                for j in np.flatnonzero(col["prefix"]):
-                    p = col["cons"][j].prefix
-                    ok[:, j] = [isinstance(ev.get(name), str) and ev[name].startswith(p) for ev in events]
-            ok = (ok | ~present) if self.absent_match else (ok & present)
-            m &= ok | ~col["has"][None, :]
-        return m
+        return match_matrix(self._columns, self.events[start:stop], len(self.subs), self.absent_match)
 
     def matches(self, event: int, sub: int) -> bool:
         """One pair the slow way (``Subscription.matches``): for tests."""
@@ -194,37 +170,3 @@ class Oracle:
 
 def _pair(code: int, n_sub: int) -> tuple[int, int]:
     return code // n_sub, code % n_sub
-
-
-def _sub_columns(subs: Sequence[Subscription]) -> list[tuple[str, str, dict[str, Any]]]:
-    """Per constrained attribute: (name, "range" | "string", arrays over subscriptions)."""
-    n = len(subs)
-    names = sorted({a for s in subs for a in s.attributes})
-    out = []
-    for name in names:
-        has = np.zeros(n, bool)
-        cons: list[Any] = [None] * n
-        for j, s in enumerate(subs):
-            for a, c in s.constraints:
-                if a == name:
-                    has[j], cons[j] = True, c
-        if all(c is None or isinstance(c, Range) for c in cons):
-            lo, hi = np.full(n, -np.inf), np.full(n, np.inf)
-            loc, hic = np.ones(n, bool), np.ones(n, bool)
-            for j, c in enumerate(cons):
-                if c is not None:
-                    lo[j], hi[j], loc[j], hic[j] = float(c.lo), float(c.hi), c.lo_closed, c.hi_closed
-            out.append((name, "range", {"has": has, "lo": lo, "hi": hi, "loc": loc, "hic": hic}))
-        else:
-            codes: dict[str, int] = {}
-            eq = np.full(n, -1, np.int64)
-            prefix = np.zeros(n, bool)
-            for j, c in enumerate(cons):
-                if isinstance(c, StringEq):
-                    eq[j] = codes.setdefault(c.value, len(codes))
-                elif isinstance(c, StringPrefix):
-                    prefix[j] = True
-                elif c is not None:
-                    raise TypeError(f"attribute {name}: numeric and string constraints mixed")
-            out.append((name, "string", {"has": has, "eq": eq, "prefix": prefix, "codes": codes, "cons": cons}))
-    return out

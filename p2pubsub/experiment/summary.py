@@ -32,6 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..trace.summary import stats_ms
 from .oracle import Verdict
 
 if TYPE_CHECKING:
@@ -41,15 +42,9 @@ __all__ = ["build_summary", "latency_ms", "recovery", "write_outputs"]
 
 
 def latency_ms(seconds: Any) -> dict[str, Any]:
-    """count, mean, p50, p90, p99, max of durations given in seconds, in milliseconds (None when empty)."""
-    a = np.asarray(list(seconds), dtype=np.float64) * 1000.0
-    out: dict[str, Any] = {"count": int(a.size)}
-    if a.size == 0:
-        out.update(mean=None, p50=None, p90=None, p99=None, max=None)
-        return out
-    p50, p90, p99 = np.percentile(a, [50, 90, 99])
-    out.update(mean=float(a.mean()), p50=float(p50), p90=float(p90), p99=float(p99), max=float(a.max()))
-    return out
+    """count, mean, p50, p90, p99, max of durations given in seconds (any iterable), in milliseconds (None when
+    empty)."""
+    return stats_ms(list(seconds))
 
 
 def recovery(step_times: list[float], req: np.ndarray, expected: np.ndarray, failed: np.ndarray,

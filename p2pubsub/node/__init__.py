@@ -6,5 +6,7 @@
 - `neighbourhood`: which node is responsible for a key, next hops, the resolution cache.
 - `messages`: node-level messages (routing envelopes, multicast, joins, hand-offs, schema store).
 - `schemas`: the schema store of the node responsible for a schema's key.
+- `member`: `DhtMember`, what every DHT member shares (life cycle, joins, schema requests, work queue); the
+  SCOT node's `KeyedPeer` is one too.
 - `runtime`: `Node`, the pub/sub core driven by asyncio over all of the above.
 """

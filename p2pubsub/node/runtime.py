@@ -13,15 +13,14 @@ datagrams): it reads time only from the loop and randomness only from its ``rng`
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import random
-from collections import Counter, defaultdict, deque
+from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
 from ..api.service import SchemaConflict, ServiceUnavailable, UnknownSchema
-from ..model import Schema, ValidationError, parse_event, parse_filter
+from ..model import parse_event, parse_filter
 from ..tree import (
     AdoptNode,
     Deliver,
@@ -42,12 +41,9 @@ from ..tree import (
     Unsubscribed,
 )
 from .config import NodeConfig
-from .dht import Contact, DhtServer, new_node_id
 from .keys import schema_key, tree_key
+from .member import DhtMember, Host
 from .messages import (
-    Goodbye,
-    JoinReply,
-    JoinRequest,
     Probe,
     ProbePubMulticast,
     Resolved,
@@ -57,15 +53,11 @@ from .messages import (
     SchemaPut,
     SchemaReply,
 )
-from .neighbourhood import Neighbourhood
 from .observer import NULL_OBSERVER, Observer
 from .replication import Replication
-from .schemas import SchemaStore
-from .transport import PeerTransport
 
 log = logging.getLogger(__name__)
 
-Host = tuple  # (node_id: bytes, ip: str, port: int)
 HOME_MESSAGES = (SubInstalled, Unsubscribed, EventDelivery, NodeInfo, ReplicaUpdate)  # for this node itself
 
 
@@ -73,7 +65,10 @@ class NodeError(ServiceUnavailable):
     """A command could not be carried out now (not joined, timed out, stopped): the API answers 503."""
 
 
-class Node:
+class Node(DhtMember):
+    _error = NodeError
+    _no_answer = "no answer from the node responsible for the schema"
+
     def __init__(
         self,
         config: NodeConfig | None = None,
@@ -84,165 +79,35 @@ class Node:
         observer: Observer = NULL_OBSERVER,
         wall_clock: Callable[[], float] | None = None,
     ) -> None:
-        self.config = config or NodeConfig()
-        self.rng = rng or random.Random()
-        self.id = node_id or new_node_id(self.rng)
+        super().__init__(config, rng, node_id, observer)
         self.on_deliver = on_deliver or (lambda sub_id, event: None)
-        self.observer = observer
         self._wall = wall_clock  # what ``published_at`` reads (default: the loop's clock)
-        self._cause: int | None = None  # trace id of the message whose consequences are being handled
-        self.host: Host | None = None
-        self.ready = False
-        self.counters: Counter = Counter()
-        self.schemas = SchemaStore()
-        self._schema_cache: dict[str, Schema] = {}
-        self._inbox: deque = deque()
-        self._pumping = False
-        self._parked: list[tuple] = []  # routed messages that reached us before we were ready
-        self._requests: dict[int, asyncio.Future] = {}
         self._installs: dict[str, asyncio.Future] = {}
         self._removals: dict[str, asyncio.Future] = {}
-        self._join_waiting: set[tuple] = set()
-        self._join_done: asyncio.Event | None = None
-        self._req = 0
-        self._told: set[tuple[Host, bytes]] = set()  # (origin, key) pairs we sent a Resolved hint for
-        self._tick: asyncio.TimerHandle | None = None
-        self._handoff_due = False
         self._settled: tuple | None = None  # what _on_tick last found nothing to hand off from
         self.core: PubSubCore | None = None
-        self.peers: PeerTransport | None = None
-        self.dht: DhtServer | None = None
 
     # --- life cycle ---
 
     async def start(self) -> None:
-        loop = self._loop = asyncio.get_running_loop()
-        self.peers = PeerTransport(
-            on_message=self._on_peer_message,
-            on_undeliverable=self._on_undeliverable,
-            clock=loop,
-            rng=random.Random(self.rng.getrandbits(64)),
-            config=self.config.transport,
-        )
-        self.dht = DhtServer(
-            node_id=self.id,
-            peers=self.peers,
-            on_contact=self._on_contact,
-            ksize=self.config.ksize,
-            alpha=self.config.alpha,
-            rpc_timeout=self.config.rpc_timeout,
-        )
-        await self.dht.listen(self.config.dht_port, interface=self.config.host)
-        ip, port = self.dht.transport.get_extra_info("sockname")[:2]
-        if self.config.advertise:
-            ip = self.config.advertise
-        elif ip in ("0.0.0.0", "::"):
-            ip = await self._stun(ip)
-        self.host = (self.id, ip, port)
-        self.hood = Neighbourhood(self.host)
+        ip, port = await self._listen()
         core_rng = random.Random(self.rng.getrandbits(64))
         self.replication = Replication(self, self.config.replicas)
         self.core = PubSubCore(
             self.host, self.config.capacity, self.config.tree, core_rng, inline=True, replicate=self.replication.on
         )
-        if self.config.bootstrap:
-            await self.dht.bootstrap(list(self.config.bootstrap))
-            await self._join()
-        self.ready = True
-        # hand-offs first: a message that overtook the state of its tree node must find it here
-        handoffs = (AdoptNode, SchemaHandoff)
-        parked, self._parked = self._parked, []
-        for item in sorted(parked, key=lambda p: not isinstance(p[1], handoffs)):
-            self._inbox.append(("routed", item, None))
-        self._pump()
-        self._tick = loop.call_later(self.config.tick_interval, self._on_tick)
+        await self._enter(handoffs=(AdoptNode, SchemaHandoff))
         log.info("node %s ready on %s:%d (udp), %d contacts", self.id.hex()[:12], ip, port, len(self.hood.contacts))
-
-    async def _stun(self, wildcard: str) -> str:
-        """Our address as a bootstrap node sees it (kademlia's ``stun`` RPC), for a node bound to a wildcard."""
-        for host, port in self.config.bootstrap:
-            ok, addr = await self.dht.protocol.stun((host, port))
-            if ok and addr:
-                return addr[0]
-        return "127.0.0.1" if wildcard == "0.0.0.0" else "::1"
-
-    async def _join(self) -> None:
-        """Ask the closest neighbours for what we are now responsible for; ready once they have sent it all
-        (thesis §3.6: a joining node is not ready until its transfer is done; messages wait meanwhile)."""
-        self._sync()
-        me = int.from_bytes(self.id, "big")
-        closest = sorted(self.hood.contacts, key=lambda c: int.from_bytes(c[0], "big") ^ me)[: self.config.ksize]
-        if not closest:
-            return
-        self._join_waiting = set(closest)
-        self._join_done = asyncio.Event()
-        for c in closest:
-            self._send(c, JoinRequest(self.host))
-        try:
-            await asyncio.wait_for(self._join_done.wait(), self.config.join_timeout)
-        except TimeoutError:
-            self.counters["join_timeouts"] += len(self._join_waiting)
-            log.warning("join: %d neighbours did not answer", len(self._join_waiting))
 
     async def stop(self, graceful: bool = True) -> None:
         """Leave: hand everything over to the nodes now responsible for it (graceful), then close."""
         if self._tick is not None:
             self._tick.cancel()
         if graceful and self.core is not None and self.hood.contacts:
-            self.hood.leaving = True
-            for c in self.hood.contacts:  # first, so that nobody routes our hand-offs back to us
-                self._send(c, Goodbye(self.host))
-            self._handoff()
-            await self._drained(self.config.join_timeout)
-        if self.peers is not None:
-            self.peers.close()
-        if self.dht is not None:
-            self.dht.stop()
-        for fut in [*self._requests.values(), *self._installs.values(), *self._removals.values()]:
-            if not fut.done():
-                fut.set_exception(NodeError("node stopped"))
-        self.ready = False
-
-    async def _drained(self, timeout: float) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while loop.time() < deadline and any(s.queue_length for s in self.peers.all_stats().values()):
-            await asyncio.sleep(0.01)
+            await self._leave()
+        self._close([*self._requests.values(), *self._installs.values(), *self._removals.values()])
 
     # --- client commands ---
-
-    async def put_schema(self, name: str, body: Any) -> tuple[Schema, bool]:
-        """Create schema ``name``; ``(schema, created)``. Raises ValidationError or SchemaConflict."""
-        schema = Schema.from_dict(name, body)
-        doc = json.dumps(schema.to_dict())
-        reply = await self._request(schema_key(name), lambda req: SchemaPut(name, doc, self.host, req))
-        stored = Schema.from_dict(name, json.loads(reply.doc))
-        self._schema_cache[name] = stored
-        if reply.status == "conflict":
-            raise SchemaConflict(stored)
-        return stored, reply.status == "created"
-
-    async def get_schema(self, name: str, fresh: bool = False) -> Schema | None:
-        if not fresh and name in self._schema_cache:
-            return self._schema_cache[name]
-        reply = await self._request(schema_key(name), lambda req: SchemaGet(name, self.host, req))
-        if reply.doc is None:
-            return None
-        schema = self._schema_cache[name] = Schema.from_dict(name, json.loads(reply.doc))
-        return schema
-
-    async def _schema(self, name: str, body: Any, parse: Callable) -> tuple[Schema, Any]:
-        """The schema and the parsed body; a schema grown since we cached it is fetched again once."""
-        schema = await self.get_schema(name)
-        if schema is None:
-            raise UnknownSchema(name)
-        try:
-            return schema, parse(schema, body)
-        except ValidationError as e:
-            if e.code != "unknown_attribute":
-                raise
-        schema = await self.get_schema(name, fresh=True)
-        return schema, parse(schema, body)
 
     async def subscribe(self, schema_name: str, filter_body: Any) -> str:
         """Install a subscription; returns its id once every piece is stored in the tree."""
@@ -290,50 +155,20 @@ class Node:
         self._execute(actions)
         return pub.event_id
 
-    def _require_ready(self) -> None:
-        if not self.ready:
-            raise NodeError("the node has not joined the network yet")
-
-    async def _request(self, key: bytes, make: Callable[[int], Any]) -> SchemaReply:
-        self._req += 1
-        req = self._req
-        fut = self._requests[req] = asyncio.get_running_loop().create_future()
-        self._cause = None
-        self._route(key, make(req), self.host, 0, forwarded=False)
-        self._pump()
-        try:
-            return await asyncio.wait_for(fut, self.config.request_timeout)
-        except TimeoutError:
-            raise NodeError("no answer from the node responsible for the schema") from None
-        finally:
-            self._requests.pop(req, None)
-
     # --- inbound ---
 
     def _on_peer_message(self, addr, msg) -> None:
         self._inbox.append(("peer", msg, self.observer.received(self, addr, msg)))
         self._pump()
 
-    def _pump(self) -> None:
-        """Handle queued work iteratively: local sends never recurse, whatever the chain of actions."""
-        if self._pumping:
-            return
-        self._pumping = True
-        try:
-            while self._inbox:
-                kind, item, self._cause = self._inbox.popleft()
-                try:
-                    if kind == "peer":
-                        self._dispatch(item)
-                    elif kind == "routed":
-                        self._arrive(*item)
-                    elif kind == "home":
-                        self._execute(self.core.handle(item, self._now()))
-                except Exception:
-                    self.counters["handler_errors"] += 1
-                    log.exception("error handling %s", type(item).__name__)
-        finally:
-            self._pumping = False
+    def _handle(self, kind: str, item) -> None:
+        """One item of the work queue (see ``DhtMember._pump``)."""
+        if kind == "peer":
+            self._dispatch(item)
+        elif kind == "routed":
+            self._arrive(*item)
+        elif kind == "home":
+            self._execute(self.core.handle(item, self._now()))
 
     def _dispatch(self, msg) -> None:
         if isinstance(msg, Routed):
@@ -343,25 +178,10 @@ class Node:
             self._multicast(msg.event, probes, msg.origin, msg.hops, forwarded=True)
         elif isinstance(msg, HOME_MESSAGES):
             self._execute(self.core.handle(msg, self._now()))
-        elif isinstance(msg, Resolved):
-            self.hood.learn(msg.key, msg.host)
-        elif isinstance(msg, SchemaHandoff):  # a replica of a schema (routed hand-offs arrive via _arrive)
-            self.schemas.adopt(msg.name, msg.doc)
-        elif isinstance(msg, Goodbye):
-            self._forget(tuple(msg.host))
-        elif isinstance(msg, JoinRequest):
-            self._on_join_request(msg)
-        elif isinstance(msg, JoinReply):
-            self._on_join_reply(msg)
         elif isinstance(msg, SchemaReply):
-            fut = self._requests.get(msg.req)
-            if fut is not None and not fut.done():
-                fut.set_result(msg)
-        else:
+            self._on_reply(msg)
+        elif not self._on_member_message(msg):
             self.counters["unexpected_messages"] += 1
-
-    def _now(self) -> float:
-        return self._loop.time()
 
     # --- routing ---
 
@@ -509,19 +329,6 @@ class Node:
                 self.counters[f"undeliverable_{type(m).__name__}"] += 1
         self._pump()
 
-    def _forget(self, host: Host) -> None:
-        """``host`` is gone: out of the routing table and the resolution cache."""
-        self.dht.protocol.contact_failed(*host)
-        self.hood.forget_host(host)
-        self._sync()
-
-    def _on_contact(self, contact: Contact) -> None:
-        """kademlia learned a new node: it may now be responsible for keys we hold."""
-        if self.core is None or self._handoff_due:
-            return
-        self._handoff_due = True
-        asyncio.get_running_loop().call_soon(self._handoff)
-
     def _handoff(self) -> int:
         """Send every tree node and schema we are no longer responsible for to the node that is."""
         self._handoff_due = False
@@ -540,19 +347,6 @@ class Node:
         self.counters["handed_off"] += moved
         self._execute(actions)
         return moved
-
-    def _on_join_request(self, msg: JoinRequest) -> None:
-        node_id, ip, port = msg.host
-        self.dht.protocol.welcome_if_new(Contact(node_id, ip, port))
-        self._sync()
-        moved = self._handoff()
-        self._send(msg.host, JoinReply(self.host, moved))  # after the hand-offs: the transport keeps order
-
-    def _on_join_reply(self, msg: JoinReply) -> None:
-        self.counters["joined_with"] += msg.moved
-        self._join_waiting.discard(tuple(msg.host))
-        if self._join_done is not None and not self._join_waiting:
-            self._join_done.set()
 
     def _on_tick(self) -> None:
         now = self._now()

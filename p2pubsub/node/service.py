@@ -6,58 +6,26 @@ Only translation: the API calls these, they call the node; the node's deliveries
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
 from typing import Any
 
 from ..api.delivery import SubscriptionRegistry
-from ..api.service import SubscriptionInfo
-from ..model import Schema
+from ..api.nodebase import NodeServiceBase
+from ..api.service import SubscriptionInfo, notification
 from ..tree import PubEvent
 from .runtime import Node
 
 
-@dataclass(slots=True)
-class _Meta:
-    schema: str
-    deliver_to: str | None
-    created_at: float
-
-
-class NodeApiService:
+class NodeApiService(NodeServiceBase):
     def __init__(self, node: Node, registry: SubscriptionRegistry) -> None:
-        self.node = node
-        self.registry = registry
-        self._meta: dict[str, _Meta] = {}
         self._last: dict | None = None  # the notification body of the event delivered last
-        node.on_deliver = self._deliver
+        super().__init__(node, registry)
 
     def _deliver(self, sub_id: str, event: PubEvent) -> None:
         # one event reaches many local subscribers in a row: they share its (never mutated) notification body
         body = self._last
         if body is None or body["id"] != event.event_id:
-            body = self._last = {"id": event.event_id, "schema": event.schema, "attributes": dict(event.values),
-                                 "published_at": event.published_at}
+            body = self._last = notification(event)
         self.registry.deliver(sub_id, body)
-
-    async def put_schema(self, name: str, body: dict) -> tuple[Schema, bool]:
-        return await self.node.put_schema(name, body)
-
-    async def get_schema(self, name: str) -> Schema | None:
-        return await self.node.get_schema(name)
-
-    async def subscribe(self, schema: str, filter: dict, deliver_to: str | None) -> SubscriptionInfo:
-        sub_id = await self.node.subscribe(schema, filter)
-        self._meta[sub_id] = _Meta(schema, deliver_to, time.time())
-        self.registry.open(sub_id, deliver_to)
-        return self.subscription(sub_id)
-
-    async def unsubscribe(self, sub_id: str) -> bool:
-        removed = await self.node.unsubscribe(sub_id)
-        if removed:
-            self.registry.close(sub_id)
-            self._meta.pop(sub_id, None)
-        return removed
 
     def subscription(self, sub_id: str) -> SubscriptionInfo | None:
         meta = self._meta.get(sub_id)
@@ -75,16 +43,8 @@ class NodeApiService:
              "leaves": sorted({str(t) for t in version.leaves.values()})},
         )
 
-    async def publish(self, schema: str, attributes: dict) -> str:
-        return await self.node.publish(schema, attributes)
-
     def info(self) -> dict[str, Any]:
-        info = self.node.info()
-        info["http_port"] = getattr(self, "http_port", None)
-        info["queues"] = {
-            f"{addr[0]}:{addr[1]}": {"length": s.queue_length, "in": s.q_in, "out": s.q_out}
-            for addr, s in (self.node.peers.all_stats().items() if self.node.peers else ())
-        }
+        info = super().info()
         info["hosted"] = self.node.hosted()[:100]
         return info
 

@@ -1,10 +1,10 @@
 """The DHT side of a SCOT node: Kademlia membership, keyed requests, and what the responsible nodes store.
 
-Built by composition from the DHT node's parts, as :class:`p2pubsub.node.runtime.Node` is: ``DhtServer`` (one
-UDP socket shared with the reliable FIFO ``PeerTransport``), ``Neighbourhood`` (who is responsible for a key,
-next hops, resolution cache) and the same greedy routing (``Routed`` hop by hop to the closest node known,
-``Resolved`` hints so that steady state costs one hop), the same join protocol (a joining node takes over its
-keys' records before it serves them) and hand-offs on join, leave and tick.
+A :class:`p2pubsub.node.member.DhtMember`, as :class:`p2pubsub.node.runtime.Node` is: ``DhtServer`` (one UDP
+socket shared with the reliable FIFO ``PeerTransport``), ``Neighbourhood`` (who is responsible for a key, next
+hops, resolution cache), the same schema requests, the same greedy routing (``Routed`` hop by hop to the closest
+node known, ``Resolved`` hints so that steady state costs one hop), the same join protocol (a joining node takes
+over its keys' records before it serves them) and hand-offs on join, leave and tick.
 
 What the node responsible for a key keeps (and copies to the next ``replicas - 1`` closest nodes):
 
@@ -26,10 +26,8 @@ each step: no loop). Requests for the key wait meanwhile, in order.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import random
-from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -38,15 +36,13 @@ from kademlia.crawling import NodeSpiderCrawl, RPCFindResponse
 
 from overlays import BrokerId
 
-from ..api.service import SchemaConflict, UnknownSchema
-from ..model import Schema, ValidationError
+from ..api.service import UnknownSchema
+from ..model import Schema
 from ..node.config import NodeConfig
-from ..node.dht import Contact, DhtServer, contact_tuple, new_node_id
+from ..node.dht import Contact, contact_tuple
 from ..node.keys import schema_key
+from ..node.member import DhtMember, Host
 from ..node.messages import (
-    Goodbye,
-    JoinReply,
-    JoinRequest,
     Resolved,
     Routed,
     SchemaGet,
@@ -54,10 +50,7 @@ from ..node.messages import (
     SchemaPut,
     SchemaReply,
 )
-from ..node.neighbourhood import Neighbourhood
 from ..node.observer import NULL_OBSERVER, Observer
-from ..node.schemas import SchemaStore
-from ..node.transport import PeerTransport
 from ..node.wire import WireError
 from .definition import overlay_key, slot_key
 from .errors import NodeError
@@ -78,7 +71,6 @@ from .wire import SCOT_REGISTRY
 
 log = logging.getLogger(__name__)
 
-Host = tuple  # (node_id: bytes, ip: str, port: int)
 REPLIES = (SchemaReply, StoreReply, SlotReply)
 VERIFIED = (SchemaPut, SchemaGet, OverlayPut, OverlayGet, SlotClaim, SlotRelease, SlotGet)  # served after a look-up
 
@@ -111,16 +103,15 @@ def key_of(kind: str, name: str) -> bytes:
     return slot_key(overlay, BrokerId(region, int(cluster)))
 
 
-class KeyedPeer:
+class KeyedPeer(DhtMember):
     """A DHT member that routes keyed requests and stores schemas, overlay definitions and slot leases."""
+
+    _error = NodeError
 
     def __init__(self, config: NodeConfig | None = None, *, rng: random.Random | None = None,
                  node_id: bytes | None = None, observer: Observer = NULL_OBSERVER, replicas: int = 3,
                  ack_timeout: float = 1.0, verify_ttl: float = 30.0) -> None:
-        self.config = config or NodeConfig()
-        self.rng = rng or random.Random()
-        self.id = node_id or new_node_id(self.rng)
-        self.observer = observer
+        super().__init__(config, rng, node_id, observer)
         self.replicas = replicas
         self.ack_timeout = ack_timeout
         self.verify_ttl = verify_ttl
@@ -129,171 +120,41 @@ class KeyedPeer:
         self._crawls: set[asyncio.Task] = set()
         self._recovering: dict[str, list[tuple]] = {}  # slot -> requests waiting for the other copies
         self._recovered: dict[str, float] = {}  # slot -> until when "no copy anywhere" stands
-        self.host: Host | None = None
-        self.ready = False
-        self.counters: Counter = Counter()
-        self.schemas = SchemaStore()
         self.overlays = OverlayStore()
         self.slots = SlotStore()
-        self._schema_cache: dict[str, Schema] = {}
-        self._cause: int | None = None
-        self._inbox: deque = deque()
-        self._pumping = False
-        self._parked: list[tuple] = []
-        self._requests: dict[int, asyncio.Future] = {}
         self._acks: dict[int, _AckWait] = {}
-        self._req = 0
-        self._told: set[tuple[Host, bytes]] = set()
         self._rep_sets: dict[tuple[str, str], frozenset] = {}
-        self._join_waiting: set[tuple] = set()
-        self._join_done: asyncio.Event | None = None
-        self._tick: asyncio.TimerHandle | None = None
-        self._handoff_due = False
-        self.peers: PeerTransport | None = None
-        self.dht: DhtServer | None = None
-        self.hood: Neighbourhood | None = None
 
     # --- life cycle ---
 
     async def _start_dht(self) -> None:
-        loop = self._loop = asyncio.get_running_loop()
-        self.peers = PeerTransport(
-            on_message=self._on_peer_message,
-            on_undeliverable=self._on_undeliverable,
-            clock=loop,
-            rng=random.Random(self.rng.getrandbits(64)),
-            config=self.config.transport,
-            registry=SCOT_REGISTRY,
-        )
-        self.dht = DhtServer(node_id=self.id, peers=self.peers, on_contact=self._on_contact,
-                             ksize=self.config.ksize, alpha=self.config.alpha, rpc_timeout=self.config.rpc_timeout)
-        await self.dht.listen(self.config.dht_port, interface=self.config.host)
-        ip, port = self.dht.transport.get_extra_info("sockname")[:2]
-        if self.config.advertise:
-            ip = self.config.advertise
-        elif ip in ("0.0.0.0", "::"):
-            ip = await self._stun(ip)
-        self.host = (self.id, ip, port)
-        self.hood = Neighbourhood(self.host)
-        if self.config.bootstrap:
-            await self.dht.bootstrap(list(self.config.bootstrap))
-            await self._join()
-        self.ready = True
-        parked, self._parked = self._parked, []
-        for item in sorted(parked, key=lambda p: not isinstance(p[1], Replica)):  # hand-offs first
-            self._inbox.append(("routed", item, None))
-        self._pump()
-        self._tick = loop.call_later(self.config.tick_interval, self._on_tick)
-
-    async def _stun(self, wildcard: str) -> str:
-        for host, port in self.config.bootstrap:
-            ok, addr = await self.dht.protocol.stun((host, port))
-            if ok and addr:
-                return addr[0]
-        return "127.0.0.1" if wildcard == "0.0.0.0" else "::1"
-
-    async def _join(self) -> None:
-        """Ask the closest neighbours for the records we are now responsible for; ready once they sent them."""
-        self._sync()
-        me = int.from_bytes(self.id, "big")
-        closest = sorted(self.hood.contacts, key=lambda c: int.from_bytes(c[0], "big") ^ me)[: self.config.ksize]
-        if not closest:
-            return
-        self._join_waiting = set(closest)
-        self._join_done = asyncio.Event()
-        for c in closest:
-            self._send(c, JoinRequest(self.host))
-        try:
-            await asyncio.wait_for(self._join_done.wait(), self.config.join_timeout)
-        except TimeoutError:
-            self.counters["join_timeouts"] += len(self._join_waiting)
+        await self._listen(registry=SCOT_REGISTRY)
+        await self._enter(handoffs=(Replica,))
 
     async def _stop_dht(self, graceful: bool) -> None:
         if self._tick is not None:
             self._tick.cancel()
             self._tick = None
         if graceful and self.hood is not None and self.hood.contacts:
-            self.hood.leaving = True
-            for c in self.hood.contacts:
-                self._send(c, Goodbye(self.host))
-            self._handoff()
-            await self._drained(self.config.join_timeout)
+            await self._leave()
         for task in list(self._crawls):
             task.cancel()
         for wait in self._acks.values():
             if wait.timer is not None:
                 wait.timer.cancel()
         self._acks.clear()
-        if self.peers is not None:
-            self.peers.close()
-        if self.dht is not None:
-            self.dht.stop()
-        for fut in self._requests.values():
-            if not fut.done():
-                fut.set_exception(NodeError("node stopped"))
-        self.ready = False
-
-    async def _drained(self, timeout: float) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while loop.time() < deadline and any(s.queue_length for s in self.peers.all_stats().values()):
-            await asyncio.sleep(0.01)
-
-    def _now(self) -> float:
-        return self._loop.time()
+        self._close(self._requests.values())
 
     # --- requests ---
 
     async def _request(self, key: bytes, make: Callable[[int], Any], timeout: float | None = None) -> Any:
-        if not self.ready:
-            raise NodeError("the node has not joined the network yet")
-        self._req += 1
-        req = self._req
-        fut = self._requests[req] = asyncio.get_running_loop().create_future()
-        self._cause = None
-        self._route(key, make(req), self.host, 0, forwarded=False)
-        self._pump()
-        try:
-            return await asyncio.wait_for(fut, timeout or self.config.request_timeout)
-        except TimeoutError:
-            raise NodeError("no answer from the node responsible for the key") from None
-        finally:
-            self._requests.pop(req, None)
-
-    async def put_schema(self, name: str, body: Any) -> tuple[Schema, bool]:
-        """Create schema ``name``; ``(schema, created)``. Raises ValidationError or SchemaConflict."""
-        schema = Schema.from_dict(name, body)
-        doc = json.dumps(schema.to_dict())
-        reply = await self._request(schema_key(name), lambda req: SchemaPut(name, doc, self.host, req))
-        stored = Schema.from_dict(name, json.loads(reply.doc))
-        self._schema_cache[name] = stored
-        if reply.status == "conflict":
-            raise SchemaConflict(stored)
-        return stored, reply.status == "created"
-
-    async def get_schema(self, name: str, fresh: bool = False) -> Schema | None:
-        if not fresh and name in self._schema_cache:
-            return self._schema_cache[name]
-        reply = await self._request(schema_key(name), lambda req: SchemaGet(name, self.host, req))
-        if reply.doc is None:
-            return None
-        schema = self._schema_cache[name] = Schema.from_dict(name, json.loads(reply.doc))
-        return schema
+        self._require_ready()  # unlike the DHT node's schema requests: a SCOT node asks only once joined
+        return await super()._request(key, make, timeout)
 
     async def _schema(self, name: str, body: Any, parse: Callable) -> tuple[Schema, Any]:
-        """The schema and the parsed body; a schema grown since we cached it is fetched again once."""
         if not isinstance(name, str):
             raise UnknownSchema(str(name))
-        schema = await self.get_schema(name)
-        if schema is None:
-            raise UnknownSchema(name)
-        try:
-            return schema, parse(schema, body)
-        except ValidationError as e:
-            if e.code != "unknown_attribute":
-                raise
-        schema = await self.get_schema(name, fresh=True)
-        return schema, parse(schema, body)
+        return await super()._schema(name, body, parse)
 
     async def put_overlay(self, name: str, doc: str) -> StoreReply:
         return await self._request(overlay_key(name), lambda req: OverlayPut(name, doc, self.host, req))
@@ -317,25 +178,14 @@ class KeyedPeer:
         self._inbox.append(("peer", (addr, msg), self.observer.received(self, addr, msg)))
         self._pump()
 
-    def _pump(self) -> None:
-        if self._pumping:
-            return
-        self._pumping = True
-        try:
-            while self._inbox:
-                kind, item, self._cause = self._inbox.popleft()
-                try:
-                    if kind == "peer":
-                        self._dispatch(*item)
-                    elif kind == "routed":
-                        self._arrive(*item)
-                    else:
-                        item()
-                except Exception:
-                    self.counters["handler_errors"] += 1
-                    log.exception("error handling %s", type(item).__name__)
-        finally:
-            self._pumping = False
+    def _handle(self, kind: str, item: Any) -> None:
+        """One item of the work queue (see ``DhtMember._pump``)."""
+        if kind == "peer":
+            self._dispatch(*item)
+        elif kind == "routed":
+            self._arrive(*item)
+        else:
+            item()
 
     def _later(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` from the pump (after what is being handled now), with the current cause."""
@@ -345,11 +195,7 @@ class KeyedPeer:
         if isinstance(msg, Routed):
             self._route(msg.key, msg.msg, msg.origin, msg.hops, forwarded=True)
         elif isinstance(msg, REPLIES):
-            fut = self._requests.get(msg.req)
-            if fut is not None and not fut.done():
-                fut.set_result(msg)
-        elif isinstance(msg, Resolved):
-            self.hood.learn(msg.key, msg.host)
+            self._on_reply(msg)
         elif isinstance(msg, Replica):
             self._adopt(msg.kind, msg.name, msg.doc)
             if msg.req:
@@ -359,18 +205,7 @@ class KeyedPeer:
         elif isinstance(msg, RecordQuery):
             doc = self._doc(msg.kind, msg.name)
             self._send(msg.reply_to, StoreReply(msg.req, "found" if doc else "missing", doc))
-        elif isinstance(msg, SchemaHandoff):
-            self.schemas.adopt(msg.name, msg.doc)
-        elif isinstance(msg, Goodbye):
-            self._forget(tuple(msg.host))
-        elif isinstance(msg, JoinRequest):
-            self._on_join_request(msg)
-        elif isinstance(msg, JoinReply):
-            self.counters["joined_with"] += msg.moved
-            self._join_waiting.discard(tuple(msg.host))
-            if self._join_done is not None and not self._join_waiting:
-                self._join_done.set()
-        else:
+        elif not self._on_member_message(msg):
             self._on_overlay_message(tuple(addr), msg)
 
     def _on_overlay_message(self, addr: tuple, msg: Any) -> None:
@@ -378,6 +213,15 @@ class KeyedPeer:
         self.counters["unexpected_messages"] += 1
 
     # --- routing ---
+
+    # _sync, _route, _arrive, _reply and _send stay apart from Node's on purpose:
+    # - _sync copies the whole table where Node._sync catches up incrementally: the same contacts, in another
+    #   order of ``hood.contacts`` (goodbyes, retries), which seeded SCOT simulations may see;
+    # - _route counts a message dropped for want of a next hop as dropped only (Node's as routed too) and logs
+    #   nothing; Node's routing is being fixed on another branch: join the two once that has landed;
+    # - _arrive verifies responsibility first and stores more kinds of record (its Resolved hint and schema
+    #   lines are Node._arrive's: the same follow-up);
+    # - _reply hands _dispatch the sender's address, and _send counts what the wire refuses instead of raising.
 
     def _sync(self) -> None:
         if self.dht is not None and self.dht.protocol is not None and self.hood.version != self.dht.version:
@@ -682,24 +526,9 @@ class KeyedPeer:
 
     # --- membership ---
 
-    def _on_contact(self, contact: Contact) -> None:
-        if self.hood is None or self._handoff_due:
-            return
-        self._handoff_due = True
-        asyncio.get_running_loop().call_soon(self._handoff)
-
-    def _on_join_request(self, msg: JoinRequest) -> None:
-        node_id, ip, port = msg.host
-        self.dht.protocol.welcome_if_new(Contact(node_id, ip, port))
-        self._sync()
-        moved = self._handoff()
-        self._send(msg.host, JoinReply(self.host, moved))
-
     def _forget(self, host: Host) -> None:
-        self.dht.protocol.contact_failed(*host)
-        self.hood.forget_host(host)
         self._drop_owner(lambda h: h == host)
-        self._sync()
+        super()._forget(host)
 
     def _on_undeliverable(self, addr: tuple, messages: list) -> None:
         addr = tuple(addr)

@@ -8,35 +8,24 @@ subscriptions, events and notification delivery (:class:`~p2pubsub.api.delivery.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from ..api.delivery import SubscriptionRegistry
-from ..api.service import SubscriptionInfo
-from ..model import Schema, Subscription
+from ..api.nodebase import NodeServiceBase
+from ..api.service import SubscriptionInfo, notification
+from ..model import Subscription
 from ..tree import PubEvent
 from .runtime import ScotNode
 
 
-@dataclass(slots=True)
-class _Meta:
-    schema: str
-    deliver_to: str | None
-    created_at: float
-
-
-class ScotApiService:
+class ScotApiService(NodeServiceBase):
     def __init__(self, node: ScotNode, registry: SubscriptionRegistry) -> None:
-        self.node = node
-        self.registry = registry
-        self._meta: dict[str, _Meta] = {}
+        super().__init__(node, registry)
         self._adverts: dict[str, float] = {}  # advertisement id -> created_at
-        node.on_deliver = self._deliver
         node.on_lost = self._lost
 
     def _deliver(self, sub_id: str, event: PubEvent) -> None:
-        self.registry.deliver(sub_id, {"id": event.event_id, "schema": event.schema,
-                                       "attributes": dict(event.values), "published_at": event.published_at})
+        self.registry.deliver(sub_id, notification(event))
 
     def _lost(self, sub_ids: list[str]) -> None:
         """The node lost its broker: its subscriptions end (their streams say so)."""
@@ -47,25 +36,6 @@ class ScotApiService:
 
     # --- NodeService ---
 
-    async def put_schema(self, name: str, body: dict) -> tuple[Schema, bool]:
-        return await self.node.put_schema(name, body)
-
-    async def get_schema(self, name: str) -> Schema | None:
-        return await self.node.get_schema(name)
-
-    async def subscribe(self, schema: str, filter: dict, deliver_to: str | None) -> SubscriptionInfo:
-        sub_id = await self.node.subscribe(schema, filter)
-        self._meta[sub_id] = _Meta(schema, deliver_to, time.time())
-        self.registry.open(sub_id, deliver_to)
-        return self.subscription(sub_id)
-
-    async def unsubscribe(self, sub_id: str) -> bool:
-        removed = await self.node.unsubscribe(sub_id)
-        if removed:
-            self.registry.close(sub_id)
-            self._meta.pop(sub_id, None)
-        return removed
-
     def subscription(self, sub_id: str) -> SubscriptionInfo | None:
         meta = self._meta.get(sub_id)
         flt = self.node.subs.get(sub_id)
@@ -73,9 +43,6 @@ class ScotApiService:
             return None
         return SubscriptionInfo(sub_id, meta.schema, flt.to_filter(), meta.deliver_to, meta.created_at,
                                 self._where())
-
-    async def publish(self, schema: str, attributes: dict) -> str:
-        return await self.node.publish(schema, attributes)
 
     # --- advertisements ---
 
@@ -102,16 +69,7 @@ class ScotApiService:
             return {"overlay": self.node.scot.name}
         return {"overlay": self.node.scot.name, "broker": str(b.position), "epoch": b.epoch}
 
-    # --- status ---
-
-    def info(self) -> dict[str, Any]:
-        info = self.node.info()
-        info["http_port"] = getattr(self, "http_port", None)
-        info["queues"] = {
-            f"{addr[0]}:{addr[1]}": {"length": s.queue_length, "in": s.q_in, "out": s.q_out}
-            for addr, s in (self.node.peers.all_stats().items() if self.node.peers else ())
-        }
-        return info
+    # --- status (info: the base's) ---
 
     def metrics(self) -> dict[str, Any]:
         node = self.node

@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from ..model import Absent, Range, Schema, StringEq, StringPrefix, Subscription
+from ..matchmatrix import PairCounts, match_matrix, sub_columns
+from ..model import Absent, Schema, Subscription
 
 __all__ = ["Oracle", "Verdict"]
 
@@ -34,14 +35,7 @@ _CHUNK_CELLS = 8_000_000  # events per chunk = this / subscriptions
 
 
 @dataclass
-class Verdict:
-    expected: int = 0
-    delivered: int = 0
-    missing: int = 0
-    false_positive: int = 0
-    duplicate: int = 0
-    unexpected: int = 0
-    unknown: int = 0  # deliveries naming a subscription or event the oracle never saw
+class Verdict(PairCounts):
     examples: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # a few (event, subscription) pairs
 
     def as_dict(self) -> dict[str, Any]:
@@ -81,63 +75,10 @@ class Oracle:
 
     def _sub_columns(self) -> list[tuple[str, str, dict[str, np.ndarray]]]:
         """Per constrained attribute: (name, kind, arrays over subscriptions)."""
-        n = len(self.subs)
-        names = sorted({a for s in self.subs for a in s.attributes})
-        out = []
-        for name in names:
-            has = np.zeros(n, bool)
-            cons = [None] * n
-            for i, s in enumerate(self.subs):
-                for a, c in s.constraints:
-                    if a == name:
-                        has[i] = True
-                        cons[i] = c
-            kinds = {type(c) for c in cons if c is not None}
-            if kinds <= {Range}:
-                lo = np.full(n, -np.inf)
-                hi = np.full(n, np.inf)
-                loc = np.ones(n, bool)
-                hic = np.ones(n, bool)
-                for i, c in enumerate(cons):
-                    if c is not None:
-                        lo[i], hi[i], loc[i], hic[i] = float(c.lo), float(c.hi), c.lo_closed, c.hi_closed
-                out.append((name, "range", {"has": has, "lo": lo, "hi": hi, "loc": loc, "hic": hic}))
-            else:  # strings: equality by code, prefixes one subscription at a time
-                codes: dict[str, int] = {}
-                eq = np.full(n, -1, np.int64)
-                prefix = np.zeros(n, bool)
-                for i, c in enumerate(cons):
-                    if isinstance(c, StringEq):
-                        eq[i] = codes.setdefault(c.value, len(codes))
-                    elif isinstance(c, StringPrefix):
-                        prefix[i] = True
-                    elif c is not None:
-                        raise TypeError(f"attribute {name} mixes constraint kinds: {sorted(k.__name__ for k in kinds)}")
-                out.append((name, "string", {"has": has, "eq": eq, "prefix": prefix, "codes": codes, "cons": cons}))
-        return out
+        return sub_columns(self.subs)
 
     def _match_chunk(self, columns, events: list[Mapping[str, Any]]) -> np.ndarray:
-        e, n = len(events), len(self.subs)
-        m = np.ones((e, n), bool)
-        for name, kind, col in columns:
-            present = np.array([name in v for v in events], bool)
-            if kind == "range":
-                v = np.array([float(ev[name]) if name in ev else math.nan for ev in events])[:, None]
-                lo, hi, loc, hic = col["lo"], col["hi"], col["loc"], col["hic"]
-                ok = ((lo < v) | (loc & (lo == v))) & ((v < hi) | (hic & (v == hi)))
-            else:
-                codes = col["codes"]
-                v = np.array([codes.get(ev.get(name), -2) if name in ev else -3 for ev in events])[:, None]
-                ok = col["eq"][None, :] == v
-                for i in np.flatnonzero(col["prefix"]):
-                    p = col["cons"][i].prefix
-                    ok[:, i] = [isinstance(ev.get(name), str) and ev[name].startswith(p) for ev in events]
-            if self.absent_match:
-                ok |= ~present[:, None]
-            else:
-                ok &= present[:, None]
-            m &= ok | ~col["has"][None, :]
-        return m
+        return match_matrix(columns, events, len(self.subs), self.absent_match)
 
     def matches(self, event_index: int, sub_index: int) -> bool:
         """One pair, the slow way (``Subscription.matches``): for tests and examples."""

@@ -28,7 +28,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..trace.schema import FILES
-from ..trace.summary import write_summary
+from ..trace.summary import percentile_stats as _stats
+from ..trace.summary import stats_ms, write_summary
 
 if TYPE_CHECKING:
     from .engine import SimulationBase as Simulation
@@ -41,21 +42,6 @@ VOLATILE = ("wall_s", "peak_rss_mb")
 def comparable(summary: dict[str, Any]) -> dict[str, Any]:
     """The summary without the figures that vary between runs of the same scenario and seed."""
     return {k: v for k, v in summary.items() if k not in VOLATILE and k != "volatile"}
-
-
-def stats_ms(seconds: Any) -> dict[str, Any]:
-    """count, mean, p50, p90, p99, max of latencies given in seconds, in milliseconds."""
-    return _stats(np.asarray(seconds, dtype=np.float64) * 1000.0)
-
-
-def _stats(a: np.ndarray) -> dict[str, Any]:
-    out: dict[str, Any] = {"count": int(a.size)}
-    if a.size == 0:
-        out.update(mean=None, p50=None, p90=None, p99=None, max=None)
-        return out
-    p50, p90, p99 = np.percentile(a, [50, 90, 99])
-    out.update(mean=float(a.mean()), p50=float(p50), p90=float(p90), p99=float(p99), max=float(a.max()))
-    return out
 
 
 def _record_nodes_and_latency(sim: Simulation) -> None:

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 
 from .schema import EVENT_PROBE_TYPES, EVENT_TYPES, FILES, PHASES, SUBSCRIPTION_TYPES, TRACE_VERSION, phase_of
 
-__all__ = ["latency_stats", "node_bandwidth", "spread", "summarize", "summarize_run"]
+__all__ = ["latency_stats", "node_bandwidth", "percentile_stats", "spread", "stats_ms", "summarize", "summarize_run"]
 
 
 def spread(values: Any) -> dict[str, float | None]:
@@ -42,6 +42,23 @@ def latency_stats(seconds: Any) -> dict[str, float | int | None]:
             max=float(ms.max()),
         )
     return out
+
+
+def percentile_stats(a: np.ndarray) -> dict[str, Any]:
+    """Count, mean, p50, p90, p99 and max of `a` (None for an empty sample): the simulator's and the live
+    experiments' latency blocks (`latency_stats` is the one `spark/` shares, without p99)."""
+    out: dict[str, Any] = {"count": int(a.size)}
+    if a.size == 0:
+        out.update(mean=None, p50=None, p90=None, p99=None, max=None)
+        return out
+    p50, p90, p99 = np.percentile(a, [50, 90, 99])
+    out.update(mean=float(a.mean()), p50=float(p50), p90=float(p90), p99=float(p99), max=float(a.max()))
+    return out
+
+
+def stats_ms(seconds: Any) -> dict[str, Any]:
+    """`percentile_stats` of latencies given in seconds, in milliseconds."""
+    return percentile_stats(np.asarray(seconds, dtype=np.float64) * 1000.0)
 
 
 def node_bandwidth(nodes: Any, src: Any, types: Any, sizes: Any) -> dict[str, np.ndarray]:

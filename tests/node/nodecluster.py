@@ -1,20 +1,11 @@
 """Test helpers: a cluster of real nodes on loopback, and waiting on conditions."""
 
-import asyncio
 import random
+
+from conditions import until
 
 from p2pubsub.node.config import NodeConfig
 from p2pubsub.node.runtime import Node
-
-
-async def until(predicate, timeout: float = 10.0, what: str = "condition") -> None:
-    """Wait for ``predicate()`` with a deadline: a condition, never a fixed sleep."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.005)
 
 
 class Cluster:

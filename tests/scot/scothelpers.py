@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import random
 from collections import defaultdict
+
+from conditions import until
 
 from p2pubsub.node.config import NodeConfig
 from p2pubsub.node.transport import TransportConfig
@@ -13,16 +14,6 @@ from p2pubsub.scot.definition import OverlayDefinition, id_in_cluster
 from p2pubsub.scot.runtime import ScotNode
 
 TREE4 = (("A", "B"), ("B", "C"), ("B", "D"))  # a 4-broker acyclic factor: B inner, A, C, D edge brokers
-
-
-async def until(predicate, timeout: float = 10.0, what: str = "condition") -> None:
-    """Wait for ``predicate()`` with a deadline: a condition, never a fixed sleep."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.005)
 
 
 def node_config(**kw) -> NodeConfig:
