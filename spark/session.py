@@ -66,6 +66,14 @@ def check_java(min_version: int = MIN_JAVA) -> int:
     return version
 
 
+def _local_heap_gb() -> int:
+    try:
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # not a POSIX system: Spark's default
+        return 1
+    return max(1, min(8, ram // 3 // 2**30))
+
+
 def get_session(
     master: str | None = None, app_name: str = "p2pubsub-report", conf: dict[str, Any] | None = None
 ) -> SparkSession:
@@ -88,6 +96,9 @@ def get_session(
     local = (master or "local").startswith("local") and "PYSPARK_GATEWAY_PORT" not in os.environ
     if local:
         conf.setdefault("spark.sql.shuffle.partitions", str(2 * (os.cpu_count() or 2)))
+        # Spark's 1 GB driver heap overflows caching a 1,000-node run's 8 M messages; local mode runs everything
+        # in the driver, so give it a third of the machine (at most 8 GB)
+        conf.setdefault("spark.driver.memory", f"{_local_heap_gb()}g")
     conf.setdefault("spark.ui.showConsoleProgress", "false")
     for key, value in conf.items():
         builder = builder.config(key, value)
