@@ -4,7 +4,8 @@
 node by phase, messages by phase), so that the simulator and ``spark/`` agree. On top of it the simulator adds:
 
 * ``deliveries``: the oracle's verdict (``expected``, ``delivered``, ``missing``, ``false_positive``,
-  ``duplicate``, ``unexpected``, ``unknown``) and ``rows`` (deliveries to applications);
+  ``duplicate``, ``unexpected``, ``unknown``, and the spread of the misses: ``missing_events``,
+  ``missing_subscriptions``, ``missing_by_tenth``) and ``rows`` (deliveries to applications);
 * ``latency_ms.subscribe`` (install latency with p99) and p99 for ``latency_ms.delivery``; every latency block
   has ``count``, ``mean``, ``p50``, ``p90``, ``p99``, ``max`` in milliseconds;
 * ``delivery_vs_direct``: each delivery's latency divided by the latency model's one-way delay from the
