@@ -12,6 +12,7 @@ node by phase, messages by phase), so that the simulator and ``spark/`` agree. O
   publisher's host to the subscriber's (deliveries a node makes to itself are left out: ``local``);
 * ``messages.by_type`` / ``messages.bytes_by_type``; ``churn``, ``failures``, ``node_counters``, ``network``
   (datagram counters, the latency model's summary), ``virtual_s``, ``trace_check``;
+* the mode's own fields (`SimulationBase.extend_summary`): the DHT mode's ``tree_check`` (`runner.tree_check`);
 * ``wall_s`` and ``peak_rss_mb``, which differ between runs of the same scenario: they are listed under
   ``volatile``, and `comparable` leaves them out.
 """
