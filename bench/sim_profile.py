@@ -71,6 +71,9 @@ def main() -> None:
           f"{s['messages']['total']} message rows, virtual {s['virtual_s']:.0f} s")
     print(f"wall {wall:.1f} s{' (profiled)' if prof else ''}, peak RSS {s['peak_rss_mb']:.0f} MB; "
           f"missing {d['missing']} false_positive {d['false_positive']} duplicate {d['duplicate']}")
+    if d["missing"]:
+        print(f"missing: {d['missing_events']} events, {d['missing_subscriptions']} subscriptions; "
+              f"per tenth of the events {d['missing_by_tenth']}")
     if not prof:
         return
     stats = pstats.Stats(prof)

@@ -23,6 +23,7 @@ class NodeConfig:
     ksize: int = 20
     alpha: int = 3
     rpc_timeout: float = 2.0  # kademlia request timeout (the library's is a fixed 5 s)
+    lookup_rounds: int = 4  # FIND_NODE rounds at most before answering for a key we hold nothing of
     tick_interval: float = 2.0  # housekeeping: expiry, hand-off checks
     join_timeout: float = 5.0  # how long a joining node waits for each neighbour's hand-off
     request_timeout: float = 10.0  # schema requests

@@ -12,7 +12,9 @@ What we change, and why (kademlia 2.2.3 / rpcudp 5.0.1):
   acknowledged messages instead;
 * the node id comes from an injected RNG, not the global ``random``; bootstrap accepts host names and fails
   loudly when nobody answers;
-* the routing table counts its changes, so responsibility decisions can be cached between changes.
+* the routing table counts its changes, so responsibility decisions can be cached between changes;
+* a node that said goodbye is not taken back into the table for ``DEPARTED_S`` (a lookup while it drains its
+  hand-offs would still find it answering, and route its keys back to it), unless it joins again.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from kademlia.protocol import KademliaProtocol
 from kademlia.routing import RoutingTable
 
 log = logging.getLogger(__name__)
+
+DEPARTED_S = 300.0  # how long a node that said goodbye stays out of the routing table (unless it joins again)
 
 
 class BootstrapError(RuntimeError):
@@ -107,6 +111,7 @@ class PubSubProtocol(KademliaProtocol):
         self.misses: dict[bytes, int] = {}
         self.garbage = 0
         self._tasks: set[asyncio.Future] = set()  # keep datagram tasks referenced until done
+        self.departed: dict[bytes, float] = {}  # node id -> when it said goodbye (loop time)
 
     # --- the shared socket ---
 
@@ -150,6 +155,10 @@ class PubSubProtocol(KademliaProtocol):
             return
         if not self.router.is_new_node(node):
             return
+        if self.departed and node.id in self.departed:
+            if asyncio.get_running_loop().time() - self.departed[node.id] < DEPARTED_S:
+                return
+            del self.departed[node.id]
         self.router.add_contact(node)
         if self.router.holds(node):  # a full bucket keeps it as a replacement only: nothing changed
             self.on_contact(node)
@@ -180,6 +189,13 @@ class PubSubProtocol(KademliaProtocol):
         else:
             self.misses[node.id] = missed
         return result
+
+    def depart(self, node_id: bytes) -> None:
+        """The node said goodbye: out of the table, and kept out for a while (see ``DEPARTED_S``)."""
+        self.departed[node_id] = asyncio.get_running_loop().time()
+
+    def rejoin(self, node_id: bytes) -> None:
+        self.departed.pop(node_id, None)
 
     def contact_failed(self, node_id: bytes, ip: str, port: int) -> None:
         """The peer transport gave up on this contact: it is gone (its retries already spanned seconds)."""

@@ -147,7 +147,11 @@ class DhtMember:
         for c in self.hood.contacts:  # first, so that nobody routes our hand-offs back to us
             self._send(c, Goodbye(self.host))
         self._handoff()
+        self._release_waiting()
         await self._drained(self.config.join_timeout)
+
+    def _release_waiting(self) -> None:
+        """Leaving: send on what waits here for something that will not come now (Node: responsibility look-ups)."""
 
     async def _drained(self, timeout: float) -> None:
         loop = asyncio.get_running_loop()
@@ -258,6 +262,7 @@ class DhtMember:
         elif isinstance(msg, SchemaHandoff):  # a replica of a schema (routed hand-offs arrive via _arrive)
             self.schemas.adopt(msg.name, msg.doc)
         elif isinstance(msg, Goodbye):
+            self.dht.protocol.depart(msg.host[0])  # our own lookups must not bring it back while it drains
             self._forget(tuple(msg.host))
         elif isinstance(msg, JoinRequest):
             self._on_join_request(msg)
@@ -282,6 +287,7 @@ class DhtMember:
 
     def _on_join_request(self, msg: JoinRequest) -> None:
         node_id, ip, port = msg.host
+        self.dht.protocol.rejoin(node_id)  # a node that said goodbye may come back
         self.dht.protocol.welcome_if_new(Contact(node_id, ip, port))
         self._sync()
         moved = self._handoff()

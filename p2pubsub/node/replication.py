@@ -37,6 +37,10 @@ class Replication:
         me = self.node.host
         return frozenset(h for h in self.node.hood.nearest(key, self.r) if h != me)
 
+    def recheck(self) -> None:
+        """Reconcile again at the next tick even if nothing `_state` covers has changed."""
+        self._settled = None
+
     def send(self, update: ReplicaUpdate) -> None:
         holders = self.holders(tree_key(update.target))
         self.sets[update.target] = holders
@@ -60,7 +64,11 @@ class Replication:
             return
         node, tree = self.node, self.node.core.tree
         for tid in [t for t in tree.replicas if t not in tree.nodes and node.hood.responsible(tree_key(t))]:
-            node._execute(tree.promote(tid, now))
+            key = tree_key(tid)
+            if node.confirmed(key):
+                node._execute(tree.promote(tid, now))
+            else:  # as for any key we hold no node of (Node._unconfirmed): a lookup first, then `recheck`
+                node._confirm_key(key)
         for tid in list(tree.nodes):
             want = self.holders(tree_key(tid))
             new = want - self.sets.get(tid, frozenset())

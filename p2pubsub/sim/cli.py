@@ -71,6 +71,8 @@ def run_from_args(args: argparse.Namespace) -> int:
         "subscriptions": summary["subscriptions"],
         "events": summary["events"],
         "deliveries": {k: d[k] for k in ("expected", "delivered", "missing", "false_positive", "duplicate")},
+        **({"missing_spread": {k: d[k] for k in ("missing_events", "missing_subscriptions", "missing_by_tenth")}}
+           if d.get("missing") else {}),
         "delivery_ms": {k: lat[k] for k in ("mean", "p50", "p99")},
         "wall_s": summary["wall_s"],
         "peak_rss_mb": summary["peak_rss_mb"],

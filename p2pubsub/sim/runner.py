@@ -15,10 +15,13 @@ directory. Same scenario and seed, same trace and summary (except the wall time 
 from __future__ import annotations
 
 import random
+from collections import Counter, defaultdict
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from ..node.config import NodeConfig
+from ..node.keys import tree_key
 from ..node.runtime import Node
 from ..scenario import Scenario, load_scenario
 from ..tree import TreeConfig
@@ -89,6 +92,53 @@ class Simulation(SimulationBase):
 
     async def _prepare(self) -> None:
         await self.nodes[0].node.put_schema(self.workload.schema_name, self.workload.schema)
+
+    def _at_end(self) -> None:
+        self.tree_check = tree_check([(n.index, n.node) for n in self.nodes if n.gone_at is None and n.node.core])
+
+    def extend_summary(self, summary: dict[str, Any]) -> None:
+        summary["tree_check"] = self.tree_check
+
+
+def tree_check(nodes: list[tuple[int, Node]], examples: int = 5) -> dict[str, Any]:
+    """Where the tree nodes ended up, against the truth only the simulator knows: each belongs on the live node
+    closest to its key. ``tree_nodes`` distinct ids held, ``duplicated`` held by more than one node,
+    ``misplaced`` held by a node that is not the closest (``examples``: a few, with their holders and the closest
+    node); ``level_gaps``: (node, level) pairs where a node's Kademlia table knows no node of a level of the id
+    space that has some (such a node takes the level's keys for its own), over ``nodes_with_gaps`` nodes;
+    ``host_stats``: the tree hosts' counters summed (parked, dropped, revived, promoted, ...)."""
+    ids = {i: int.from_bytes(n.id, "big") for i, n in nodes}
+    holders: dict[Any, list[int]] = defaultdict(list)
+    stats: Counter = Counter()
+    for i, n in nodes:
+        stats.update(asdict(n.core.tree.stats))
+        for tid in n.core.tree.nodes:
+            holders[tid].append(i)
+
+    def closest(tid) -> int:
+        k = int.from_bytes(tree_key(tid), "big")
+        return min(ids, key=lambda i: ids[i] ^ k)
+
+    truth = {t: closest(t) for t in holders}
+    wrong = sorted((str(t), sorted(h), truth[t]) for t, h in holders.items() if any(i != truth[t] for i in h))
+    gaps = 0
+    gapped = 0
+    for i, n in nodes:
+        me = ids[i]
+        need = {160 - (me ^ o).bit_length() for j, o in ids.items() if j != i}
+        have = {160 - (me ^ c).bit_length() for c, _ in n.dht.contact_pairs()}
+        missing = len(need - have)
+        gaps += missing
+        gapped += missing > 0
+    return {
+        "tree_nodes": len(holders),
+        "duplicated": sum(len(h) > 1 for h in holders.values()),
+        "misplaced": len(wrong),
+        "examples": [{"tree_node": t, "held_by": h, "closest": c} for t, h, c in wrong[:examples]],
+        "level_gaps": gaps,
+        "nodes_with_gaps": gapped,
+        "host_stats": dict(sorted(stats.items())),
+    }
 
 
 def run_scenario(

@@ -4,13 +4,15 @@
 node by phase, messages by phase), so that the simulator and ``spark/`` agree. On top of it the simulator adds:
 
 * ``deliveries``: the oracle's verdict (``expected``, ``delivered``, ``missing``, ``false_positive``,
-  ``duplicate``, ``unexpected``, ``unknown``) and ``rows`` (deliveries to applications);
+  ``duplicate``, ``unexpected``, ``unknown``, and the spread of the misses: ``missing_events``,
+  ``missing_subscriptions``, ``missing_by_tenth``) and ``rows`` (deliveries to applications);
 * ``latency_ms.subscribe`` (install latency with p99) and p99 for ``latency_ms.delivery``; every latency block
   has ``count``, ``mean``, ``p50``, ``p90``, ``p99``, ``max`` in milliseconds;
 * ``delivery_vs_direct``: each delivery's latency divided by the latency model's one-way delay from the
   publisher's host to the subscriber's (deliveries a node makes to itself are left out: ``local``);
 * ``messages.by_type`` / ``messages.bytes_by_type``; ``churn``, ``failures``, ``node_counters``, ``network``
   (datagram counters, the latency model's summary), ``virtual_s``, ``trace_check``;
+* the mode's own fields (`SimulationBase.extend_summary`): the DHT mode's ``tree_check`` (`runner.tree_check`);
 * ``wall_s`` and ``peak_rss_mb``, which differ between runs of the same scenario: they are listed under
   ``volatile``, and `comparable` leaves them out.
 """

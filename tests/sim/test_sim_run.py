@@ -88,6 +88,9 @@ def test_small_scenario_is_exact_and_summarised(base_run):
     assert any(t.startswith("dht.") for t in by_type) and by_type["Ack"] > 0
     assert s["delivery_vs_direct"]["p50"] >= 1.0  # a delivery cannot beat the direct path
     assert s["trace_check"] == {"unmatched_receipts": 0, "type_mismatches": 0}
+    check = s["tree_check"]  # every tree node on the node closest to its key, once
+    assert check["tree_nodes"] > 20 and (check["misplaced"], check["duplicated"], check["level_gaps"]) == (0, 0, 0)
+    assert check["host_stats"]["splits"] > 0 and check["examples"] == []
     assert s["failures"] == {"subscribe": 0, "subscribe_skipped": 0, "publish": 0, "join": 0, "loop_errors": 0}
     assert s["wall_s"] > 0 and s["peak_rss_mb"] > 0 and set(s["volatile"]) == set(VOLATILE)
     assert json.loads((out / "summary.json").read_text()) == s

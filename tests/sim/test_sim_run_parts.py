@@ -62,6 +62,22 @@ def test_oracle_agrees_with_subscription_matches(absent):
     assert v.unexpected == 2
     assert v.delivered == len(set(delivered)) + 1
     assert set(v.examples["missing"]) == set(sorted(owed)[:5])
+    missed = sorted(owed)[:5]
+    assert v.missing_events == len({e for e, _ in missed})
+    assert v.missing_subscriptions == len({s for _, s in missed})
+    tenths = [0] * 10
+    for e, _ in missed:
+        tenths[int(e[1:]) * 10 // 80] += 1
+    assert v.missing_by_tenth == tenths and v.as_dict()["missing_by_tenth"] == tenths
+
+    # misses spread over the whole event phase: every tenth counts its own
+    spread = sorted(owed, key=lambda p: (int(p[0][1:]), p[1]))[::7]
+    v = oracle.verdict(installed, published, gone, sorted(owed - set(spread)))
+    assert v.missing == len(spread) and v.missing_events == len({e for e, _ in spread})
+    tenths = [0] * 10
+    for e, _ in spread:
+        tenths[int(e[1:]) * 10 // 80] += 1
+    assert v.missing_by_tenth == tenths and sum(t > 0 for t in tenths) >= 8
 
 
 def test_trace_types_look_inside_routed_messages():
