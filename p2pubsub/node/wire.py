@@ -395,26 +395,34 @@ class Registry:
             raise TypeError(f"{cls!r} is not a dataclass")
         if not cls.__dataclass_params__.frozen:  # type: ignore[attr-defined]
             raise TypeError(f"{cls.__name__} must be frozen: messages are never mutated")
-        if type(tag) is not int or not 0 < tag < (1 << 32):
-            raise ValueError(f"tag must be an int in [1, 2**32), got {tag!r}")
-        old = self._by_cls.get(cls)
-        if old is not None:
-            if old.tag == tag:
-                return cls
-            raise ValueError(f"{cls.__name__} is already registered under tag {old.tag}")
-        if tag in self._by_tag:
-            raise ValueError(f"tag {tag} is already taken by {self._by_tag[tag].cls.__name__}")
+        if self._registered(cls, tag):
+            return cls
         fields = [f for f in dataclasses.fields(cls) if f.init]
         try:
             hints = typing.get_type_hints(cls)
         except Exception as exc:
             raise TypeError(f"cannot resolve the annotations of {cls.__name__}: {exc}") from exc
-        spec = _ClassSpec(cls, tag, tuple(f.name for f in fields), hints)
-        self._compile_spec(spec)  # unsupported annotations fail here, at registration
-        self._by_cls[cls] = spec
-        self._by_tag[tag] = spec
-        self._by_key[spec.tag_key] = spec
+        self._install(_ClassSpec(cls, tag, tuple(f.name for f in fields), hints))
         return cls
+
+    def _registered(self, cls: type, tag: int) -> bool:
+        """True if ``cls`` already has ``tag``; False if both are free; ValueError for a bad or taken tag."""
+        if type(tag) is not int or not 0 < tag < (1 << 32):
+            raise ValueError(f"tag must be an int in [1, 2**32), got {tag!r}")
+        old = self._by_cls.get(cls)
+        if old is not None:
+            if old.tag == tag:
+                return True
+            raise ValueError(f"{cls.__name__} is already registered under tag {old.tag}")
+        if tag in self._by_tag:
+            raise ValueError(f"tag {tag} is already taken by {self._by_tag[tag].cls.__name__}")
+        return False
+
+    def _install(self, spec: _ClassSpec) -> None:
+        self._compile_spec(spec)  # unsupported annotations fail here, at registration
+        self._by_cls[spec.cls] = spec
+        self._by_tag[spec.tag] = spec
+        self._by_key[spec.tag_key] = spec
 
     def tag_of(self, cls: type) -> int:
         return self._by_cls[cls].tag

@@ -55,21 +55,8 @@ class ScotRegistry(Registry):
     def register(self, cls: type, tag: int) -> type:
         if not is_namedtuple(cls):
             return super().register(cls, tag)
-        if type(tag) is not int or not 0 < tag < (1 << 32):
-            raise ValueError(f"tag must be an int in [1, 2**32), got {tag!r}")
-        old = self._by_cls.get(cls)
-        if old is not None:
-            if old.tag == tag:
-                return cls
-            raise ValueError(f"{cls.__name__} is already registered under tag {old.tag}")
-        if tag in self._by_tag:
-            raise ValueError(f"tag {tag} is already taken by {self._by_tag[tag].cls.__name__}")
-        hints = typing.get_type_hints(cls)
-        spec = _ClassSpec(cls, tag, tuple(cls._fields), hints)
-        self._compile_spec(spec)
-        self._by_cls[cls] = spec
-        self._by_tag[tag] = spec
-        self._by_key[spec.tag_key] = spec
+        if not self._registered(cls, tag):
+            self._install(_ClassSpec(cls, tag, tuple(cls._fields), typing.get_type_hints(cls)))
         return cls
 
     def _codec(self, tp: Any) -> Any:
