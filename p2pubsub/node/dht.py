@@ -12,6 +12,9 @@ What we change, and why (kademlia 2.2.3 / rpcudp 5.0.1):
   acknowledged messages instead;
 * the node id comes from an injected RNG, not the global ``random``; bootstrap accepts host names and fails
   loudly when nobody answers;
+* a bucket stays fresh while any of its contacts is heard from (Kademlia §2.2 updates a bucket on every message;
+  the library only on new contacts, so in a settled network every bucket looked lonely every hour and each node
+  ran one lookup per bucket hourly: a fifth of a 1000-node simulation's datagrams);
 * the routing table counts its changes, so responsibility decisions can be cached between changes;
 * a node that said goodbye is not taken back into the table for ``DEPARTED_S`` (a lookup while it drains its
   hand-offs would still find it answering, and route its keys back to it), unless it joins again.
@@ -33,6 +36,7 @@ from kademlia.routing import RoutingTable
 
 log = logging.getLogger(__name__)
 
+REFRESH_S = 3600.0  # the library's refresh period: a bucket not heard from for this long gets a lookup
 DEPARTED_S = 300.0  # how long a node that said goodbye stays out of the routing table (unless it joins again)
 
 
@@ -83,6 +87,16 @@ class CountingRoutingTable(RoutingTable):
                 return None
             out.append(_pair(node))
         return out
+
+    def lonely_buckets(self) -> list:
+        """The buckets due for a refresh lookup: idle for an hour by the library's measure (no contact added, no
+        lookup aimed into it) and none of whose contacts the peer transport heard from (DATA or ACK) within the hour:
+        an answer proves the contact alive, the freshness BitTorrent's BEP 5 uses."""
+        lonely = super().lonely_buckets()
+        heard = getattr(self.protocol, "heard_from_since", None)
+        if not lonely or heard is None:
+            return lonely
+        return [b for b in lonely if not heard(b.nodes.values(), REFRESH_S)]
 
     def contacts(self) -> list[Contact]:
         return [n for bucket in self.buckets for n in bucket.nodes.values()]
@@ -176,6 +190,12 @@ class PubSubProtocol(KademliaProtocol):
         if not result[0]:
             result = await self.ping((node_to_ask.ip, node_to_ask.port), self.source_node.id)
         return self.handle_call_response(result, node_to_ask)
+
+    def heard_from_since(self, contacts, span: float) -> bool:
+        """Whether any of ``contacts`` was heard from within the last ``span`` seconds (loop time)."""
+        since = self.peers.loop.time() - span
+        heard = self.peers.heard_since
+        return any(heard((c.ip, c.port), since) for c in contacts)
 
     def handle_call_response(self, result, node):
         if result[0]:

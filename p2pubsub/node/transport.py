@@ -207,6 +207,7 @@ class _Peer:
         "epoch",
         "expected",
         "garbage",
+        "heard",
         "inflight_bytes",
         "last",
         "next_seq",
@@ -258,6 +259,7 @@ class _Peer:
         self.sent_total = self.acked_total = self.received_total = 0
         self.retransmits = self.timeouts = self.duplicates = self.garbage = self.restarts = 0
         self.warned = False
+        self.heard = -1.0  # loop time of the last DATA or ACK of a live stream from the peer (never: -1)
 
     def cancel_timers(self) -> None:
         if self.timer is not None:
@@ -577,6 +579,7 @@ class PeerTransport:
             peer.buffer.clear()
             peer.ack_pending = 0
         peer.buffer[seq] = messages
+        peer.heard = self.loop.time()
         if seq != peer.expected:
             return self._send_ack(peer)  # a hole: tell the sender at once
         ready: list[Any] = []
@@ -638,7 +641,7 @@ class PeerTransport:
         if cum > peer.next_seq:
             return self._garbage(peer.addr, "ACK of a datagram never sent")
         sack = _U64.unpack_from(data, _BODY)[0] if n > _BODY else 0
-        now = self.loop.time()
+        now = peer.heard = self.loop.time()
         sample = None
         progress = advanced = False
         acked_msgs = 0
@@ -763,6 +766,11 @@ class PeerTransport:
             garbage=peer.garbage,
             restarts=peer.restarts,
         )
+
+    def heard_since(self, addr: Address, since: float) -> bool:
+        """Whether ``addr`` sent us DATA or an ACK of a live stream at loop time ``since`` or later."""
+        peer = self._peers.get(addr)
+        return peer is not None and peer.heard >= since
 
     def all_stats(self) -> dict[Address, QueueStats]:
         """`stats` of every peer with state, by address."""

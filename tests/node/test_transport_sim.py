@@ -410,3 +410,20 @@ def test_kademlia_and_peer_messages_share_one_port(vloop):
         counters = servers[h].protocol.peers.counters
         assert counters.garbage == 0 and counters.stale == 0
         assert counters.datagrams_in > 0
+
+
+def test_heard_since_counts_data_and_acks_not_silence(vloop):
+    """What the DHT's bucket freshness reads: a peer is heard from when its DATA or ACK arrives, not otherwise."""
+    net = SimNetwork(vloop, latency=0.05)
+    a, b, c = (Node(vloop, net, h, seed=5) for h in net.add_hosts(3))
+    assert not a.peers.heard_since(b.addr, 0.0)  # no state for b
+    vloop.call_at(1.0, a.peers.send, b.addr, msg(a.host, 0))
+    vloop.run_until(2.0)
+    assert a.peers.heard_since(b.addr, 1.0)  # b's ACK arrived after 1.0 s
+    assert not a.peers.heard_since(b.addr, 1.2)
+    assert b.peers.heard_since(a.addr, 1.0) and not b.peers.heard_since(a.addr, 1.1)  # a's DATA at 1.05 s
+    net.crash(b.host)
+    vloop.call_at(3.0, a.peers.send, b.addr, msg(a.host, 1))
+    vloop.run_until(3.5)
+    assert not a.peers.heard_since(b.addr, 2.0)  # sent to, but nothing came back
+    assert not a.peers.heard_since(c.addr, 0.0)
