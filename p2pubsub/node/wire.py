@@ -83,6 +83,7 @@ WIRE_VERSION = 1
 MAX_MESSAGE = 60_000
 #: Deepest nesting of arrays and maps; the tree's messages need 7.
 MAX_DEPTH = 24
+_MEMO_SIZE = 256  # objects remembered per memoized class (see Registry.memoize)
 _INT_MIN, _INT_MAX = -(1 << 64), (1 << 64) - 1  # what CBOR holds without bignum tags
 
 
@@ -382,6 +383,7 @@ class Registry:
         self._by_tag: dict[int, _ClassSpec] = {}
         self._by_key: dict[bytes, _ClassSpec] = {}
         self._header = bytes([WIRE_VERSION])
+        self._memo: dict[type, dict[int, tuple[Any, int, list[Any]]]] = {}  # see memoize
 
     # -- registration ------------------------------------------------------------------------------------------
 
@@ -571,6 +573,12 @@ class Registry:
             return self._union([self._codec(a) for a in args], tp)
         raise TypeError(f"{tp!r} cannot go on the wire (lists: use tuples)")
 
+    def memoize(self, cls: type) -> None:
+        """Remember the encoding of the last few ``cls`` objects encoded as fields, by identity, so that one
+        object sent inside many messages (an event in every notification and probe about it) is encoded once.
+        Only for classes whose values are never mutated, mappings inside included."""
+        self._memo[cls] = {}
+
     def _dataclass_codec(self, cls: type) -> _Codec:
         name = cls.__name__
 
@@ -583,7 +591,17 @@ class Registry:
         def enc(v: Any, depth: int) -> Any:
             if type(v) is not cls:
                 raise WireError(f"expected {name}, got {_kind_name(v)}")
-            return self._enc_fields(lookup(), v, depth)
+            memo = self._memo.get(cls)
+            if memo is None:
+                return self._enc_fields(lookup(), v, depth)
+            hit = memo.get(id(v))
+            if hit is not None and hit[0] is v and hit[1] == depth:  # the plain list is shared, never mutated
+                return hit[2]
+            plain = self._enc_fields(lookup(), v, depth)
+            if len(memo) >= _MEMO_SIZE:
+                memo.clear()
+            memo[id(v)] = (v, depth, plain)
+            return plain
 
         def dec(p: Any, budget: _Budget, depth: int) -> Any:
             return self._dec_fields(lookup(), p, 0, budget, depth)
@@ -773,4 +791,5 @@ for _cls, _tag in (
 ):
     register(_cls, _tag)
 REGISTRY.check()
+REGISTRY.memoize(PubEvent)  # one event travels in every probe and notification about it
 del _cls, _tag

@@ -573,3 +573,27 @@ def test_registration_rules():
         reg.check()
     with pytest.raises(WireError, match="TreeId is not registered"):
         reg.encode(LeafUpdate(TreeId("r"), "0"))
+
+
+def _unmemoized() -> Registry:
+    """The node's registry over again, without `memoize`."""
+    plain = Registry()
+    for tag, cls in wire.REGISTRY.classes().items():
+        with contextlib.suppress(TypeError):  # a union whose members come later: registered on the second pass
+            plain.register(cls, tag)
+    for tag, cls in wire.REGISTRY.classes().items():
+        plain.register(cls, tag)
+    return plain
+
+
+@settings(max_examples=150)
+@given(events(), st.lists(st.tuples(ids, st.integers(0, 2**32)), min_size=1, max_size=4))
+def test_an_event_shared_by_many_messages_encodes_as_if_each_carried_its_own(event, subs):
+    plain = _unmemoized()
+    memo = wire.REGISTRY._memo[PubEvent]
+    host = (b"h" * 20, "10.0.0.1", 1)
+    messages = [EventDelivery(event, (s,)) for s in subs] + [ProbePubMulticast(event, (), host, 0)]
+    for m in messages:
+        assert wire.encode(m) == plain.encode(m)
+    assert memo[id(event)][0] is event  # encoded once, then reused
+    assert not plain._memo
