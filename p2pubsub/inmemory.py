@@ -193,7 +193,7 @@ class InMemoryNetwork:
             elif isinstance(a, SendHost):
                 self._send(host, a.to, a.msg)
             elif isinstance(a, Deliver):
-                self.record.deliveries.append((host, a.sub_id, a.event.event_id))
+                self.record.deliveries.extend((host, sub_id, a.event.event_id) for sub_id in a.sub_ids)
             elif isinstance(a, Ready):
                 self.record.ready[(a.sub_id, a.version)] = self.step_no
             elif isinstance(a, Removed):

@@ -36,7 +36,9 @@ class _DeliveringNetwork(InMemoryNetwork):
             return
         for a in actions:
             if isinstance(a, Deliver):
-                registry.deliver(a.sub_id, notification(a.event))
+                body = notification(a.event)
+                for sub_id in a.sub_ids:
+                    registry.deliver(sub_id, body)
 
 
 class LocalCluster:

@@ -411,9 +411,11 @@ class Node(DhtMember):
                 else:
                     self._send(a.to, a.msg)
             elif isinstance(a, Deliver):
-                self.counters["delivered"] += 1
-                self.observer.delivered(self, a.sub_id, a.event, now, self._cause)
-                self.on_deliver(a.sub_id, a.event)
+                event, cause = a.event, self._cause
+                self.counters["delivered"] += len(a.sub_ids)
+                for sub_id in a.sub_ids:
+                    self.observer.delivered(self, sub_id, event, now, cause)
+                    self.on_deliver(sub_id, event)
             elif isinstance(a, Ready):
                 self.observer.installed(self, a.sub_id, now, self._cause)
                 fut = self._installs.get(a.sub_id)

@@ -3,11 +3,17 @@
 ``PubSubCore.handle(message, now) -> actions`` is the single entry for messages; ``subscribe``, ``publish``,
 ``unsubscribe`` and ``update`` are the client commands. The node runtime and the in-memory harness both drive
 exactly this object.
+
+With ``inline`` (the runtime's choice; the in-memory harness leaves it off to exercise every interleaving), what
+the core would send to itself is handled at once instead of returned: messages to tree nodes this host holds
+(`TreeHost.handle`) and notifications, install and removal acknowledgements for this host's own home. Either way
+the same messages are handled; a hop that stays on the host just costs no runtime round trip.
 """
 
 from __future__ import annotations
 
 import random
+from collections import deque
 from collections.abc import Hashable
 
 from ..model import Event, Schema, Subscription
@@ -21,9 +27,13 @@ from .messages import (
     NodeInfo,
     PubEvent,
     ReplicaUpdate,
+    SendHost,
+    SendTree,
     SubInstalled,
     Unsubscribed,
 )
+
+_OWN_HOME = (EventDelivery, SubInstalled, Unsubscribed)  # what a host's tree nodes tell its own home
 
 
 class PubSubCore:
@@ -37,10 +47,37 @@ class PubSubCore:
         replicate: bool = False,
     ) -> None:
         self.host = host
+        self.inline = inline
         self.tree = TreeHost(host, capacity, config, inline, replicate)
         self.home = Home(host, config, rng)
 
     def handle(self, msg: Message, now: float) -> list[Action]:
+        out = self._handle(msg, now)
+        return self._local(out, now) if self.inline else out
+
+    def _local(self, out: list[Action], now: float) -> list[Action]:
+        """``out`` with the actions addressed to this host itself carried out (see the module docstring)."""
+        nodes, host = self.tree.nodes, self.host
+        for a in out:
+            t = type(a)
+            if (t is SendHost and a.to == host and type(a.msg) in _OWN_HOME) or (t is SendTree and a.to in nodes):
+                break
+        else:
+            return out
+        done: list[Action] = []
+        queue = deque(out)
+        while queue:
+            a = queue.popleft()
+            t = type(a)
+            if t is SendHost and a.to == host and type(a.msg) in _OWN_HOME:
+                queue.extend(self._handle(a.msg, now))
+            elif t is SendTree and a.to in nodes:
+                queue.extend(self.tree.handle(a.msg, now))
+            else:
+                done.append(a)
+        return done
+
+    def _handle(self, msg: Message, now: float) -> list[Action]:
         if isinstance(msg, EventDelivery):
             return self.home.on_delivery(msg, now)
         if isinstance(msg, SubInstalled):
@@ -54,19 +91,24 @@ class PubSubCore:
         return self.tree.handle(msg, now)
 
     def subscribe(self, schema: Schema, sub: Subscription, now: float, sub_id: str | None = None):
-        return self.home.subscribe(schema, sub, now, sub_id)
+        sub_id, out = self.home.subscribe(schema, sub, now, sub_id)
+        return sub_id, (self._local(out, now) if self.inline else out)
 
     def update(self, sub_id: str, sub: Subscription, now: float) -> list[Action]:
-        return self.home.update(sub_id, sub, now)
+        out = self.home.update(sub_id, sub, now)
+        return self._local(out, now) if self.inline else out
 
     def unsubscribe(self, sub_id: str, now: float) -> list[Action]:
-        return self.home.unsubscribe(sub_id, now)
+        out = self.home.unsubscribe(sub_id, now)
+        return self._local(out, now) if self.inline else out
 
     def publish(
         self, schema: Schema, event: Event, now: float, event_id: str | None = None, published_at: float | None = None
     ) -> tuple[PubEvent, list]:
-        holds = self.tree.nodes.__contains__ if self.tree.inline else (lambda tid: False)
-        return self.home.publish(schema, event, now, event_id, published_at, holds)
+        holds = self.tree.nodes.__contains__ if self.inline else (lambda tid: False)
+        pub, out = self.home.publish(schema, event, now, event_id, published_at, holds)
+        return pub, (self._local(out, now) if self.inline else out)
 
     def tick(self, now: float) -> list[Action]:
-        return self.home.tick(now) + self.tree.tick(now)
+        out = self.home.tick(now) + self.tree.tick(now)
+        return self._local(out, now) if self.inline else out

@@ -225,7 +225,7 @@ class Home:
 
     def on_delivery(self, msg: EventDelivery, now: float) -> list[Action]:
         """Event delivery (§3.4.3): exactly once per (event, subscription), only to live subscriptions."""
-        out: list[Action] = []
+        ids: list[str] = []
         event = msg.event
         eid, values, absent = event.event_id, event.values, event.absent
         subs, delivered, stats = self.subs, self._delivered, self.stats
@@ -248,9 +248,11 @@ class Home:
                 stats.false_positives += 1
                 continue
             delivered[key] = (version, expiry)
-            stats.delivered += 1
-            out.append(Deliver(sub_id, event))
-        return out
+            ids.append(sub_id)
+        if not ids:
+            return []
+        stats.delivered += len(ids)
+        return [Deliver(tuple(ids), event)]
 
     def tick(self, now: float) -> list[Action]:
         """Forget old (event, subscription) pairs; renew the leases of installed pieces (soft state, thesis §3.6):

@@ -211,9 +211,10 @@ class SendHost:
 
 @dataclass(frozen=True, slots=True)
 class Deliver:
-    """Hand ``event`` to the local application for subscription ``sub_id`` (deduplicated, exactly once)."""
+    """Hand ``event`` to the local application for each subscription of ``sub_ids`` (deduplicated: exactly once
+    per pair). One action per notification message, not per subscription: an event reaches many at once."""
 
-    sub_id: str
+    sub_ids: tuple[str, ...]
     event: PubEvent
 
 
