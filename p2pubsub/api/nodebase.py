@@ -3,7 +3,8 @@ SCOT: :class:`p2pubsub.scot.service.ScotApiService`).
 
 Only translation: schemas, subscriptions and events are the node's own commands; a subscription's client-side
 record (schema, ``deliver_to``, creation time) and its registry stream are kept here. A subclass provides
-``_deliver(sub_id, event)`` (the node calls it for every delivery), ``subscription`` and ``metrics``.
+``_deliver`` (the node's ``on_deliver``: per subscription in the SCOT mode, per notification message with its
+subscriptions in the DHT mode), ``subscription`` and ``metrics``.
 """
 
 from __future__ import annotations

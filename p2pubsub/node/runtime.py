@@ -78,12 +78,13 @@ class Node(DhtMember):
         *,
         rng: random.Random | None = None,
         node_id: bytes | None = None,
-        on_deliver: Callable[[str, PubEvent], None] | None = None,
+        on_deliver: Callable[[tuple[str, ...], PubEvent], None] | None = None,
         observer: Observer = NULL_OBSERVER,
         wall_clock: Callable[[], float] | None = None,
     ) -> None:
         super().__init__(config, rng, node_id, observer)
-        self.on_deliver = on_deliver or (lambda sub_id, event: None)
+        # once per notification: the subscriptions of this node's clients that ``event`` reaches (each pair once)
+        self.on_deliver = on_deliver or (lambda sub_ids, event: None)
         self._wall = wall_clock  # what ``published_at`` reads (default: the loop's clock)
         self._installs: dict[str, asyncio.Future] = {}
         self._removals: dict[str, asyncio.Future] = {}
@@ -413,9 +414,10 @@ class Node(DhtMember):
             elif isinstance(a, Deliver):
                 event, cause = a.event, self._cause
                 self.counters["delivered"] += len(a.sub_ids)
-                for sub_id in a.sub_ids:
-                    self.observer.delivered(self, sub_id, event, now, cause)
-                    self.on_deliver(sub_id, event)
+                if self.observer is not NULL_OBSERVER:
+                    for sub_id in a.sub_ids:
+                        self.observer.delivered(self, sub_id, event, now, cause)
+                self.on_deliver(a.sub_ids, event)
             elif isinstance(a, Ready):
                 self.observer.installed(self, a.sub_id, now, self._cause)
                 fut = self._installs.get(a.sub_id)

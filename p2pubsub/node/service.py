@@ -20,12 +20,13 @@ class NodeApiService(NodeServiceBase):
         self._last: dict | None = None  # the notification body of the event delivered last
         super().__init__(node, registry)
 
-    def _deliver(self, sub_id: str, event: PubEvent) -> None:
-        # one event reaches many local subscribers in a row: they share its (never mutated) notification body
+    def _deliver(self, sub_ids: tuple[str, ...], event: PubEvent) -> None:
+        # the subscribers of one event share its (never mutated) notification body, also across the notifications
+        # of several leaves that arrive in a row
         body = self._last
         if body is None or body["id"] != event.event_id:
             body = self._last = notification(event)
-        self.registry.deliver(sub_id, body)
+        self.registry.deliver_many(sub_ids, body)
 
     def subscription(self, sub_id: str) -> SubscriptionInfo | None:
         meta = self._meta.get(sub_id)

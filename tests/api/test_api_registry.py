@@ -50,6 +50,29 @@ def test_deliveries_open_lazily_but_not_after_close():
     assert reg.get("early").last_seq == 0
 
 
+def test_deliver_many_is_deliver_pair_by_pair():
+    """Open, unknown (opened lazily), closed (late) and full (oldest dropped) subscriptions alike."""
+
+    def registry() -> SubscriptionRegistry:
+        reg = SubscriptionRegistry(DeliveryPolicy(buffer_size=3))
+        for sub in ("open", "full", "closed"):
+            reg.open(sub)
+        for n in range(3):
+            reg.deliver("full", ev(n))
+        reg.close("closed")
+        return reg
+
+    one, many = registry(), registry()
+    subs = ("open", "unknown", "closed", "full", "open")
+    for n in range(10, 14):
+        expected = sum(one.deliver(s, ev(n)) for s in subs)
+        assert many.deliver_many(subs, ev(n)) == expected == 4
+    assert many.stats() == one.stats()
+    for sub in ("open", "unknown", "full"):
+        a, b = one.get(sub), many.get(sub)
+        assert b.read(0, 100) == a.read(0, 100) and b.stats() == a.stats()
+
+
 def test_waits_run_on_the_loop_clock():
     async def main():
         loop = asyncio.get_running_loop()

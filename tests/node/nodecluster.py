@@ -22,7 +22,7 @@ class Cluster:
         boot = () if not self.nodes else (("127.0.0.1", self.nodes[0].host[2]),)
         cfg = NodeConfig(**{**self.config, "bootstrap": boot, **overrides})
         node = Node(cfg, rng=random.Random(self.seed * 1000 + i),
-                    on_deliver=lambda s, e, i=i: self.got.append((i, s, e.event_id)))
+                    on_deliver=lambda subs, e, i=i: self.got.extend((i, s, e.event_id) for s in subs))
         await node.start()
         self.nodes.append(node)
         return node
