@@ -20,6 +20,7 @@ from ..model.strings import string_coordinate
 from .pieces import SubEntry
 
 Key = tuple[str, int, int]
+_all_rows = np.logical_and.reduce  # ndarray.all without its Python-level wrapper: matching is a hot path
 
 
 def coordinate(value: Any) -> float:
@@ -30,43 +31,29 @@ def coordinates(values: Mapping[str, Any]) -> dict[str, float]:
     return {k: coordinate(v) for k, v in values.items()}
 
 
-class _Column:
-    __slots__ = ("free", "hi", "lo")
-
-    def __init__(self, cap: int) -> None:
-        self.lo = np.full(cap, -math.inf)
-        self.hi = np.full(cap, math.inf)
-        self.free = np.ones(cap, dtype=bool)
-
-    def grow(self, cap: int) -> None:
-        n = len(self.lo)
-        self.lo = np.concatenate([self.lo, np.full(cap - n, -math.inf)])
-        self.hi = np.concatenate([self.hi, np.full(cap - n, math.inf)])
-        self.free = np.concatenate([self.free, np.ones(cap - n, dtype=bool)])
-
-    def set(self, row: int, lo: float, hi: float, free: bool) -> None:
-        self.lo[row], self.hi[row], self.free[row] = lo, hi, free
-
-    def move(self, src: int, dst: int) -> None:
-        self.lo[dst], self.hi[dst], self.free[dst] = self.lo[src], self.hi[src], self.free[src]
-
-
 def _inclusive(lo: float, lo_closed: bool, hi: float, hi_closed: bool) -> tuple[float, float]:
     return (lo if lo_closed else math.nextafter(lo, math.inf)), (hi if hi_closed else math.nextafter(hi, -math.inf))
 
 
 class LeafStore:
-    """Subscription entries of one leaf: a row per entry, columns per attribute, plus the base piece."""
+    """Subscription entries of one leaf: a row per entry, and per entry a column of bounds.
+
+    ``_bounds`` has ``2 + 2k`` rows for ``k`` constrained attributes: the lower bounds (the piece's interval on the
+    base attribute first, then each attribute's, ``-inf`` where unconstrained), then the *negated* upper bounds in
+    the same order (``-inf`` where unconstrained). An event is the column ``(v, ..., -v, ...)`` of its coordinates,
+    and an entry matches where every bound is ``<=`` it: one comparison over the whole leaf.
+    """
 
     def __init__(self) -> None:
         self.n = 0
         self._cap = 8
         self._rows: list[SubEntry] = []
         self._index: dict[Key, int] = {}
-        self._cols: dict[str, _Column] = {}
-        self._piece = _Column(self._cap)  # the piece's interval on the base attribute
+        self._names: list[str] = []  # the attribute of bound row 1 + j (and k + 2 + j)
+        self._bounds = np.full((2, self._cap), -math.inf)
         self._first = np.zeros(self._cap, dtype=bool)  # piece 0: stands for the subscription when base is absent
-        self._exact = np.zeros(self._cap, dtype=bool)  # constrains a string: re-check candidates exactly
+        self._exact: list[bool] = []  # per row: constrains a string, so candidates are re-checked exactly
+        self._n_exact = 0
         self._px = np.zeros(self._cap)
         self._py = np.zeros(self._cap)
 
@@ -85,14 +72,20 @@ class LeafStore:
 
     def _grow(self) -> None:
         cap = self._cap * 2
-        for col in (*self._cols.values(), self._piece):
-            col.grow(cap)
         pad = cap - self._cap
+        self._bounds = np.concatenate([self._bounds, np.full((len(self._bounds), pad), -math.inf)], axis=1)
         self._first = np.concatenate([self._first, np.zeros(pad, dtype=bool)])
-        self._exact = np.concatenate([self._exact, np.zeros(pad, dtype=bool)])
         self._px = np.concatenate([self._px, np.zeros(pad)])
         self._py = np.concatenate([self._py, np.zeros(pad)])
         self._cap = cap
+
+    def _add_attribute(self, name: str) -> None:
+        """A new attribute's pair of bound rows, unconstrained for every entry already here."""
+        k = len(self._names)
+        free = np.full((1, self._cap), -math.inf)
+        b = self._bounds
+        self._bounds = np.concatenate([b[: 1 + k], free, b[1 + k :], free])
+        self._names.append(name)
 
     def add(self, entry: SubEntry) -> bool:
         """Store ``entry``; False (and nothing changes) when an entry with its key is already here."""
@@ -103,21 +96,25 @@ class LeafStore:
         row = self.n
         constrained = dict(entry.subscription.constraints)
         for name in constrained:
-            if name not in self._cols:
-                self._cols[name] = _Column(self._cap)
+            if name not in self._names:
+                self._add_attribute(name)
+        k = len(self._names)
+        b = self._bounds
         exact = False
-        for name, col in self._cols.items():
+        for j, name in enumerate(self._names, 1):
             c = constrained.get(name)
             if c is None:
-                col.set(row, -math.inf, math.inf, True)
+                lo, hi = -math.inf, math.inf
             elif isinstance(c, Range):
-                col.set(row, *_inclusive(float(c.lo), c.lo_closed, float(c.hi), c.hi_closed), False)
+                lo, hi = _inclusive(float(c.lo), c.lo_closed, float(c.hi), c.hi_closed)
             else:
-                col.set(row, *c.coords(), False)
-                exact = True
-        self._piece.set(row, *_inclusive(entry.piece_lo, True, entry.piece_hi, entry.piece_hi_closed), False)
+                (lo, hi), exact = c.coords(), True
+            b[j, row], b[k + 1 + j, row] = lo, -hi
+        lo, hi = _inclusive(entry.piece_lo, True, entry.piece_hi, entry.piece_hi_closed)
+        b[0, row], b[k + 1, row] = lo, -hi
         self._first[row] = entry.piece == 0
-        self._exact[row] = exact
+        self._exact.append(exact)
+        self._n_exact += exact
         self._px[row], self._py[row] = entry.point
         self._rows.append(entry)
         self._index[entry.key] = row
@@ -134,10 +131,12 @@ class LeafStore:
             moved = self._rows[last]
             self._rows[row] = moved
             self._index[moved.key] = row
-            for col in (*self._cols.values(), self._piece):
-                col.move(last, row)
-            for arr in (self._first, self._exact, self._px, self._py):
+            self._bounds[:, row] = self._bounds[:, last]
+            for arr in (self._first, self._px, self._py):
                 arr[row] = arr[last]
+        self._n_exact -= self._exact[row]
+        self._exact[row] = self._exact[last]
+        self._exact.pop()
         self._rows.pop()
         self.n = last
         return entry
@@ -150,27 +149,33 @@ class LeafStore:
         n = self.n
         if n == 0:
             return []
+        inf = math.inf
         vb = coords.get(base)
-        if vb is None:
-            mask = self._first[:n].copy()
-        else:
-            mask = (self._piece.lo[:n] <= vb) & (self._piece.hi[:n] >= vb)
-        for name, col in self._cols.items():
+        lows = [inf if vb is None else vb]  # an omitted value passes both of its bounds (+inf) ...
+        highs = [inf if vb is None else -vb]
+        omitted = []
+        for name in self._names:
             v = coords.get(name)
             if v is None:
-                if absent is Absent.NO_MATCH:
-                    mask &= col.free[:n]
-                continue
-            mask &= col.lo[:n] <= v
-            mask &= col.hi[:n] >= v
-        rows = np.flatnonzero(mask)
-        out = []
-        for r in rows.tolist():
-            entry = self._rows[r]
-            if self._exact[r] and not entry.subscription.matches(values, absent):
-                continue
-            out.append(entry)
-        return out
+                lows.append(inf)
+                highs.append(inf)
+                omitted.append(name)
+            else:
+                lows.append(v)
+                highs.append(-v)
+        lows += highs
+        mask = _all_rows(self._bounds[:, :n] <= np.array(lows)[:, None], axis=0)
+        if vb is None:  # ... so the piece is decided by the first-piece flag
+            mask &= self._first[:n]
+        if omitted and absent is Absent.NO_MATCH:  # ... and a constrained attribute by absent semantics
+            for name in omitted:
+                mask &= np.isneginf(self._bounds[1 + self._names.index(name), :n])
+        entries = self._rows
+        rows = mask.nonzero()[0].tolist()
+        if not self._n_exact:
+            return [entries[r] for r in rows]
+        exact = self._exact
+        return [entries[r] for r in rows if not exact[r] or entries[r].subscription.matches(values, absent)]
 
     def partition(self, x_axis: bool, mid: float) -> tuple[list[SubEntry], list[SubEntry]]:
         """Entries below ``mid`` and at or above it on the split axis (Program 3.1 line 42-44)."""
