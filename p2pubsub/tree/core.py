@@ -70,7 +70,11 @@ class PubSubCore:
             a = queue.popleft()
             t = type(a)
             if t is SendHost and a.to == host and type(a.msg) in _OWN_HOME:
-                queue.extend(self._handle(a.msg, now))
+                msg = a.msg
+                if type(msg) is EventDelivery:  # matched exactly by our own leaf: no second check
+                    queue.extend(self.home.on_delivery(msg, now, check=False))
+                else:
+                    queue.extend(self._handle(msg, now))
             elif t is SendTree and a.to in nodes:
                 queue.extend(self.tree.handle(a.msg, now))
             else:

@@ -81,8 +81,11 @@ class Home:
         self.rng = rng
         self.subs: dict[str, _Sub] = {}
         self.stats = HomeStats()
-        self._spaces: dict[tuple[Schema, str], Space] = {}  # one Space per tree: its memoised areas are reused
-        self._delivered: dict[tuple[str, str], tuple[int, float]] = {}  # (event, sub) -> (version, expiry)
+        # per schema, each attribute tree's Space (one per tree: its memoised areas are reused) and root
+        self._trees: dict[Schema, dict[str, tuple[Space, TreeId]]] = {}
+        # event -> ({sub: version delivered}, expiry): per event, so that a notification costs one lookup of its
+        # event and one of each subscription; an event's expiry is its last delivery's plus ``seen_ttl``
+        self._delivered: dict[str, tuple[dict[str, int], float]] = {}
 
     def new_id(self) -> str:
         return f"{self.rng.getrandbits(64):016x}"
@@ -120,13 +123,16 @@ class Home:
             out.extend(self._remove(version))
         return out + self._maybe_removed(state)
 
-    def _space(self, schema: Schema, name: str) -> Space:
-        space = self._spaces.get((schema, name))
-        if space is None:
-            if len(self._spaces) > 4096:
-                self._spaces.clear()
-            space = self._spaces[(schema, name)] = space_of(schema, name, self.config)
-        return space
+    def _tree(self, schema: Schema) -> dict[str, tuple[Space, TreeId]]:
+        trees = self._trees.get(schema)
+        if trees is None:
+            if len(self._trees) > 256:
+                self._trees.clear()
+            trees = self._trees[schema] = {}
+            for name in schema.names:
+                space = space_of(schema, name, self.config)
+                trees[name] = (space, TreeId(space.root))
+        return trees
 
     def _version(self, schema: Schema, sub: Subscription, sub_id: str, number: int, now: float) -> _Version:
         space, entries = make_entries(sub, schema, sub_id, number, self.host, self.config, self.rng)
@@ -211,44 +217,53 @@ class Home:
         leaf, without guessing (small networks, where one node holds most of a tree, gain the most)."""
         stamp = now if published_at is None else published_at
         pub = PubEvent(event_id or self.new_id(), schema.name, event.values, schema.absent, stamp, self.host)
-        names = schema.names if schema.absent is Absent.MATCH else tuple(event.values)
+        values = event.values
+        trees = self._tree(schema)
         out: list[Action] = []
-        for name in names:
-            space = self._space(schema, name)
-            value = event.values.get(name)
+        for name in (schema.names if schema.absent is Absent.MATCH else values):
+            space, root = trees[name]
+            value = values.get(name)
             probe = probe_target(space, None if value is None else coordinate(value))
-            paths = [""] if holds(TreeId(space.root)) else probe_region(space, probe, self.config, self.rng)
-            for path in paths:
+            if holds(root):
+                out.append(SendTree(root, ProbePub(root, space, "", probe, pub)))
+                continue
+            for path in probe_region(space, probe, self.config, self.rng):
                 to = TreeId(space.root, path)
                 out.append(SendTree(to, ProbePub(to, space, path, probe, pub)))
         return pub, out
 
-    def on_delivery(self, msg: EventDelivery, now: float) -> list[Action]:
-        """Event delivery (§3.4.3): exactly once per (event, subscription), only to live subscriptions."""
-        ids: list[str] = []
+    def on_delivery(self, msg: EventDelivery, now: float, check: bool = True) -> list[Action]:
+        """Event delivery (§3.4.3): exactly once per (event, subscription), only to live subscriptions.
+
+        ``check``: match the event against the subscription again, a safety net against a faulty remote leaf;
+        the core leaves it out for its own leaves' notifications, whose matching was exact."""
         event = msg.event
         eid, values, absent = event.event_id, event.values, event.absent
-        subs, delivered, stats = self.subs, self._delivered, self.stats
-        expiry = now + self.config.seen_ttl
+        subs, stats = self.subs, self.stats
+        # re-inserted at every delivery of the event, so that the memory's order stays its expiry order
+        memory = self._delivered.pop(eid, None)
+        seen = {} if memory is None else memory[0]
+        ids: list[str] = []
         for sub_id, version in msg.subs:
             state = subs.get(sub_id)
             live = state.versions.get(version) if state is not None and state.active else None
             if live is None:  # unsubscribed, or a version an update has since removed
                 stats.late += 1
                 continue
-            key = (eid, sub_id)
-            seen = delivered.get(key)
-            if seen is not None:
-                if seen[0] == version:
+            got = seen.get(sub_id)
+            if got is not None:
+                if got == version:
                     stats.duplicates += 1
                 else:
                     stats.overlaps += 1
                 continue
-            if not live.sub.matches(values, absent):
+            if check and not live.sub.matches(values, absent):
                 stats.false_positives += 1
                 continue
-            delivered[key] = (version, expiry)
+            seen[sub_id] = version
             ids.append(sub_id)
+        if seen:
+            self._delivered[eid] = (seen, now + self.config.seen_ttl)
         if not ids:
             return []
         stats.delivered += len(ids)

@@ -321,12 +321,16 @@ class TreeHost(Custody):
             self.stats.probes_discarded += 1
             return []
         node.seen[event.event_id] = expiry
-        base = node.id.root.partition(".")[2]
         if self._coords[0] != event.event_id:  # an event visits several leaves here in a row
             self._coords = (event.event_id, coordinates(event.values))
-        matched = node.store.match(event.values, self._coords[1], base, event.absent)
+        matched = node.store.match(event.values, self._coords[1], node.space.base, event.absent)
+        if not matched:
+            return []
         self.stats.matches += len(matched)
-        by_home: dict[Hashable, list[tuple[str, int]]] = defaultdict(list)
+        by_home: dict[Hashable, list[tuple[str, int]]] = {}
         for entry in matched:
-            by_home[entry.home].append((entry.sub_id, entry.version))
+            ids = by_home.get(entry.home)
+            if ids is None:
+                ids = by_home[entry.home] = []
+            ids.append((entry.sub_id, entry.version))
         return [SendHost(home, EventDelivery(event, tuple(ids))) for home, ids in by_home.items()]

@@ -108,6 +108,10 @@ class Space:
     margin: float = 0.0
     cut: float = INF  # the cut-off line's c (thesis §3.5); inf: no cut-off
     _areas: dict[str, Area] = field(default_factory=dict, init=False, repr=False, compare=False, hash=False)
+    base: str = field(init=False, repr=False, compare=False, hash=False)  # the attribute: ``root`` without schema
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "base", self.root.partition(".")[2])
 
     @property
     def root_area(self) -> Area:
