@@ -62,10 +62,15 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+# built once: json.loads/json.dumps with options build a new decoder/encoder on every call
+_DECODER = json.JSONDecoder(parse_constant=_no_constant, object_pairs_hook=_pairs)
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def decode_json(raw: bytes) -> Any:
     try:
         text = raw.decode("utf-8")
-        value = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_pairs)
+        value = _DECODER.decode(text)
     except RecursionError:
         raise ApiError(400, "malformed_json", f"JSON nested deeper than {MAX_DEPTH} levels") from None
     except UnicodeDecodeError as exc:
@@ -196,7 +201,7 @@ def wants_event_stream(request: web.Request) -> bool:
 
 
 def dump_json(data: Any) -> bytes:
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    return _ENCODER.encode(data).encode()
 
 
 def respond(request: web.Request, data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
