@@ -52,7 +52,6 @@ import asyncio
 import logging
 import random
 import struct
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -131,6 +130,8 @@ class TransportConfig:
             raise ValueError("pack_bytes must lie in (0, 65000]")
         if self.window_bytes < 1:
             raise ValueError("window_bytes must be positive")
+        if self.retired_streams < 0:
+            raise ValueError("retired_streams must be >= 0")
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,8 +193,15 @@ class _Out:
         self.missing = 0  # ACKs that showed it missing since it was last sent
 
 
+_ZEROS = (0, 0, 0)
+
+
 class _Peer:
-    """Both directions of the link with one address."""
+    """Both directions of the link with one address.
+
+    Kept small (a node keeps one for every address it ever exchanged messages with: thousands in a large network):
+    lists, not deques (an empty deque costs 624 bytes), past epochs in a tuple, the last window's counts shared
+    zeros until there are some."""
 
     __slots__ = (
         "ack_pending",
@@ -236,7 +244,7 @@ class _Peer:
         self.epoch = epoch
         self.next_seq = 0
         self.base = 0  # lowest unacknowledged seq
-        self.waiting: deque[tuple[bytes, Any]] = deque()
+        self.waiting: list[tuple[bytes, Any]] = []  # (frame, message), oldest first
         self.unacked: dict[int, _Out] = {}  # seq -> datagram, in seq order
         self.unacked_msgs = 0
         self.inflight_bytes = 0  # DATA bodies not acknowledged
@@ -247,7 +255,7 @@ class _Peer:
         self.timer: asyncio.TimerHandle | None = None
         # receiving: the peer's stream to us
         self.recv_epoch = 0  # none yet
-        self.retired: deque[int] = deque(maxlen=config.retired_streams)  # its past streams
+        self.retired: tuple[int, ...] = ()  # its past streams, the last ``retired_streams``
         self.expected = 0
         self.buffer: dict[int, list[Any]] = {}  # seq -> decoded messages, out of order
         self.ack_pending = 0
@@ -255,7 +263,7 @@ class _Peer:
         # statistics: [queued, acknowledged, delivered] in the current window and the last complete one
         self.win = 0
         self.cur = [0, 0, 0]
-        self.last = [0, 0, 0]
+        self.last: list[int] | tuple[int, int, int] = _ZEROS
         self.sent_total = self.acked_total = self.received_total = 0
         self.retransmits = self.timeouts = self.duplicates = self.garbage = self.restarts = 0
         self.warned = False
@@ -397,19 +405,23 @@ class PeerTransport:
         window, window_bytes, limit = self.config.window, self.config.window_bytes, self.config.pack_bytes
         now = self.loop.time()
         waiting = peer.waiting
-        while waiting and peer.next_seq - peer.base < window and peer.inflight_bytes < window_bytes:
-            items = [waiting.popleft()]
+        taken, n = 0, len(waiting)
+        while taken < n and peer.next_seq - peer.base < window and peer.inflight_bytes < window_bytes:
+            items = [waiting[taken]]
             size = 2 + len(items[0][0])
-            while waiting and size + 2 + len(waiting[0][0]) <= limit:
-                item = waiting.popleft()
+            taken += 1
+            while taken < n and size + 2 + len(waiting[taken][0]) <= limit:
+                item = waiting[taken]
                 size += 2 + len(item[0])
                 items.append(item)
+                taken += 1
             out = _Out(peer.next_seq, items)
             peer.unacked[out.seq] = out
             peer.unacked_msgs += len(items)
             peer.inflight_bytes += len(out.body)
             peer.next_seq += 1
             self._transmit(peer, out, now)
+        del waiting[:taken]
         if peer.unacked and peer.timer is None:
             self._arm(peer, now)
 
@@ -473,7 +485,7 @@ class PeerTransport:
         in its order (``resend``) or dropped (the caller has handed it back)."""
         if resend:
             items = [item for out in peer.unacked.values() for item in out.items]
-            peer.waiting.extendleft(reversed(items))
+            peer.waiting[:0] = items
         else:
             peer.waiting.clear()
         peer.unacked.clear()
@@ -572,7 +584,8 @@ class PeerTransport:
             if peer is None:
                 peer = self._peer(key)
             elif peer.recv_epoch:  # the peer started over (it restarted, or gave up on us and came back)
-                peer.retired.append(peer.recv_epoch)
+                keep = self.config.retired_streams
+                peer.retired = (*peer.retired, peer.recv_epoch)[-keep:] if keep else ()
                 peer.restarts += 1
             peer.recv_epoch = epoch
             peer.expected = 0
@@ -732,7 +745,7 @@ class PeerTransport:
     def _roll(self, peer: _Peer) -> None:
         win = int(self.loop.time() // self.config.stats_window)
         if win != peer.win:
-            peer.last = peer.cur if win == peer.win + 1 else [0, 0, 0]
+            peer.last = peer.cur if win == peer.win + 1 else _ZEROS
             peer.cur = [0, 0, 0]
             peer.win = win
 

@@ -139,7 +139,8 @@ class TraceObserver(Observer):
         self.writer = writer
         self._now = clock
         self._index_of_ip = index_of_ip
-        self._open: dict[tuple[int, int], deque[int]] = {}  # (src, dst) -> ids sent and not yet received
+        # (src, dst) -> ids sent and not yet received; a pair with none has no entry (millions of pairs at scale)
+        self._open: dict[tuple[int, int], deque[int]] = {}
         self._rpc_names: dict[bytes, str] = {}  # kademlia request id -> rpc name, until its response arrives
         self.mismatches = 0  # a received message whose type differs from the oldest open one of its pair
         self.unmatched = 0  # a received message with no open id for its pair
@@ -160,7 +161,7 @@ class TraceObserver(Observer):
         q = self._open.get(key)
         if q is None:
             q = self._open[key] = deque()
-            self.pairs.add(key)
+            self.pairs.add(key)  # a set: adding a pair it holds changes nothing
         q.append(mid)
         if self.check_types:
             self._types[mid] = typ
@@ -173,6 +174,8 @@ class TraceObserver(Observer):
             self.unmatched += 1
             return None
         mid = q.popleft()
+        if not q:
+            del self._open[key]
         self.writer.received(mid, self._now())
         if self.check_types and self._types.pop(mid) != describe(msg)[0]:
             self.mismatches += 1

@@ -321,7 +321,7 @@ def test_stragglers_and_junk_do_not_disturb_a_stream(vloop):
     assert b.peers.stats(a.addr).restarts == 0 and a.peers.stats(b.addr).restarts == 0
     assert b.peers.counters.garbage == 2 and b.peers.counters.resets_sent == 1
 
-    b.peers._peers[a.addr].retired.append(epoch ^ 5)  # a straggler of a past stream is ignored, FIRST or not
+    b.peers._peers[a.addr].retired += (epoch ^ 5,)  # a straggler of a past stream is ignored, FIRST or not
     stale = b.peers.counters.stale
     b.peers.datagram_received(head.pack(MAGIC, 0x10 | FIRST | 1, epoch ^ 5) + data, a.addr)
     assert b.peers.counters.stale == stale + 1 and b.peers._peers[a.addr].recv_epoch == epoch
