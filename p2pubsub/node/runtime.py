@@ -473,17 +473,42 @@ class Node(DhtMember):
         self._execute(actions)
         return moved
 
+    def _on_contact(self, contact: Contact) -> None:
+        """kademlia learned a new node: only one closer than us to a key we hold takes anything over."""
+        if self.hood is not None and not self._handoff_due and self._takes_over([int.from_bytes(contact.id, "big")]):
+            super()._on_contact(contact)
+
+    def _takes_over(self, ids: list[int]) -> bool:
+        """Whether a node of ``ids`` is closer (XOR) than we are to a key we hold: a tree node, a transfer or
+        waiting messages, a schema. Far cheaper than asking the neighbourhood who is responsible for every key."""
+        tree = self.core.tree
+        keys = [tree_key(t) for t in (*tree.nodes, *(k[0] for k in tree._partial), *tree._parked)]
+        keys += [schema_key(name) for name in self.schemas.docs]
+        me = self.hood._me_int
+        for key in keys:
+            k = int.from_bytes(key, "big")
+            mine = me ^ k
+            if any(c ^ k < mine for c in ids):
+                return True
+        return False
+
     def _on_tick(self) -> None:
         now = self._now()
         self._execute(self.core.tick(now))
         if self.ready:
             # nothing to hand off while neither the neighbourhood nor what we hold has changed since a hand-off
-            # check that moved nothing (tree nodes appear only where we were responsible, and leave only here)
+            # check that moved nothing (tree nodes appear only where we were responsible, and leave only here);
+            # contacts added since, none of them closer to what we hold, change nothing either
             self._sync()
             tree = self.core.tree
             state = (self.hood.version, len(tree.nodes), len(tree._partial), len(tree._parked), len(self.schemas.docs))
-            if state != self._settled and self._handoff() == 0:
-                self._settled = state
+            if state != self._settled:
+                added = None
+                if self._settled is not None and state[1:] == self._settled[1:]:
+                    added = self.dht.added_since(self._settled[0])
+                unmoved = added is not None and not self._takes_over([cid for cid, _ in added])
+                if unmoved or self._handoff() == 0:
+                    self._settled = state
             self.replication.reconcile(now)
         self._tick = asyncio.get_running_loop().call_later(self.config.tick_interval, self._on_tick)
 
