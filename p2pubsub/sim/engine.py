@@ -30,6 +30,7 @@ import gc
 import logging
 import random
 import time
+from collections import Counter
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,6 +82,10 @@ class Counts:
     join_failed: int = 0
     subscribe_skipped: int = 0  # no live node
     churn: dict[str, int] = field(default_factory=lambda: {"join": 0, "leave": 0, "crash": 0})
+    reasons: Counter = field(default_factory=Counter)  # "subscribe: <error>" -> how often
+
+    def failed(self, what: str, exc: BaseException) -> None:
+        self.reasons[f"{what}: {type(exc).__name__}: {str(exc)[:120]}"] += 1
 
 
 class SimulationBase:
@@ -287,6 +292,7 @@ class SimulationBase:
             await target.node.subscribe(self.workload.schema_name, body)
         except self.CLIENT_ERRORS as exc:
             self.counts.subscribe_failed += 1
+            self.counts.failed("subscribe", exc)
             log.debug("subscribe on node %d failed: %r", target.index, exc)
         self.progress.advance("subscribed")
 
@@ -305,6 +311,7 @@ class SimulationBase:
             event_id = await target.node.publish(self.workload.schema_name, attributes)
         except self.CLIENT_ERRORS as exc:
             self.counts.publish_failed += 1
+            self.counts.failed("publish", exc)
             log.debug("publish on node %d failed: %r", target.index, exc)
         else:
             self.oracle.event(event_id, attributes)

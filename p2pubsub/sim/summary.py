@@ -137,6 +137,7 @@ def finish_summary(sim: Simulation, *, wall_start: float) -> dict[str, Any]:
             "publish": sim.counts.publish_failed,
             "join": sim.counts.join_failed,
             "loop_errors": sim.loop_errors,
+            "reasons": dict(sim.counts.reasons.most_common(20)),
         },
         node_counters=dict(sorted(node_counters.items())),
         network={

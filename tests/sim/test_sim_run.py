@@ -91,7 +91,8 @@ def test_small_scenario_is_exact_and_summarised(base_run):
     check = s["tree_check"]  # every tree node on the node closest to its key, once
     assert check["tree_nodes"] > 20 and (check["misplaced"], check["duplicated"], check["level_gaps"]) == (0, 0, 0)
     assert check["host_stats"]["splits"] > 0 and check["examples"] == []
-    assert s["failures"] == {"subscribe": 0, "subscribe_skipped": 0, "publish": 0, "join": 0, "loop_errors": 0}
+    assert s["failures"] == {"subscribe": 0, "subscribe_skipped": 0, "publish": 0, "join": 0, "loop_errors": 0,
+                             "reasons": {}}
     assert s["wall_s"] > 0 and s["peak_rss_mb"] > 0 and set(s["volatile"]) == set(VOLATILE)
     assert json.loads((out / "summary.json").read_text()) == s
 

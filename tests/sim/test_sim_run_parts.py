@@ -142,3 +142,15 @@ def test_every_node_knows_every_nonempty_level(tmp_path):
         have = {level(ids[i], c) for c, _ in n.node.hood._contacts}
         need = {level(ids[i], ids[j]) for j in range(len(ids)) if j != i}
         assert need <= have, f"node {i} knows no node of levels {sorted(need - have)}"
+
+
+def test_failed_client_commands_are_counted_by_reason():
+    from p2pubsub.node.runtime import NodeError
+    from p2pubsub.sim.engine import Counts
+
+    counts = Counts()
+    for _ in range(2):
+        counts.failed("subscribe", NodeError("subscription not installed within 30.0 s"))
+    counts.failed("publish", TimeoutError())
+    assert counts.reasons == {"subscribe: NodeError: subscription not installed within 30.0 s": 2,
+                              "publish: TimeoutError: ": 1}
