@@ -60,13 +60,13 @@ async def test_live_demo_on_a_single_node():
 
 
 async def test_live_demo_reports_duplicates_as_a_wrong_delivery(monkeypatch):
-    real = SubscriptionRegistry.deliver
+    real = SubscriptionRegistry.deliver_many
 
-    def twice(self, sub_id, event):
-        real(self, sub_id, event)
-        return real(self, sub_id, event)
+    def twice(self, sub_ids, event):
+        real(self, sub_ids, event)
+        return real(self, sub_ids, event)
 
-    monkeypatch.setattr(SubscriptionRegistry, "deliver", twice)
+    monkeypatch.setattr(SubscriptionRegistry, "deliver_many", twice)
     out = io.StringIO()
     assert await run_live(LiveOptions(nodes=3, events=12, seed=1), out) == 1
     text = out.getvalue()
@@ -75,12 +75,12 @@ async def test_live_demo_reports_duplicates_as_a_wrong_delivery(monkeypatch):
 
 
 async def test_live_demo_reports_missing_notifications_after_its_deadline(monkeypatch):
-    real = SubscriptionRegistry.deliver
+    real = SubscriptionRegistry.deliver_many
 
-    def no_apple(self, sub_id, event):
-        return False if event["attributes"]["symbol"] == "AAPL" else real(self, sub_id, event)
+    def no_apple(self, sub_ids, event):
+        return 0 if event["attributes"]["symbol"] == "AAPL" else real(self, sub_ids, event)
 
-    monkeypatch.setattr(SubscriptionRegistry, "deliver", no_apple)
+    monkeypatch.setattr(SubscriptionRegistry, "deliver_many", no_apple)
     out = io.StringIO()
     assert await run_live(LiveOptions(nodes=2, events=12, seed=1, timeout=1.5), out) == 1
     text = out.getvalue()
