@@ -45,6 +45,10 @@ class BootstrapError(RuntimeError):
     pass
 
 
+def _first(pair: tuple) -> int:
+    return pair[0]
+
+
 class CountingRoutingTable(RoutingTable):
     """kademlia's routing table with a change counter, and a short log of the contacts added, so that a view of
     the table can catch up by adding them instead of copying the whole table at every change; and a
@@ -53,22 +57,58 @@ class CountingRoutingTable(RoutingTable):
     LOG = 256  # changes remembered
 
     def find_neighbors(self, node: Contact, k: int | None = None, exclude: Contact | None = None) -> list[Contact]:
-        """The ``k`` contacts closest to ``node`` by XOR, from the whole table.
+        """The ``k`` contacts closest to ``node`` by XOR, from the whole table, nearest first.
 
         The library's walks the buckets outward from the target's by index and stops at the first ``k`` it meets,
         which are not the closest; and its walk ends early once the buckets on one side run out (it only turns
         left on alternate steps), so a node whose target's neighbourhood is empty in its table may answer with
         none at all. In thesis-5000 one joining node in twenty learned fewer than ten nodes that way: its own
         lookup stalled at a bootstrap node that answered nothing. As the library's, it marks the target's bucket
-        as looked up into."""
+        as looked up into.
+
+        Every FIND_NODE a node answers asks this, so it visits buckets in order of the least distance any of
+        their contacts can have (their ids share a prefix: XOR distance to the target is at least the prefixes'),
+        and stops once no bucket left can beat the ``k``-th best: a scan of the whole table was half of a
+        5000-node simulation's time during its hourly refresh lookups."""
         k = k or self.ksize
         self.buckets[self.get_bucket_for(node)].touch_last_updated()
         target = node.long_id
-        others = [
-            n for b in self.buckets for n in b.nodes.values()
-            if n.id != node.id and (exclude is None or not n.same_home_as(exclude))
-        ]
-        return heapq.nsmallest(k, others, key=lambda n: n.long_id ^ target)
+        blocks = sorted(((((start ^ (target >> p)) << p), pairs) for start, p, pairs in self._blocks()),
+                        key=_first)
+        # max-heap of the k best so far: (negated distance, tie-break, contact); ids are unique but for the
+        # library's bucket-boundary slip (an id equal to a split point may be filed twice)
+        best: list[tuple[int, int, Contact]] = []
+        n = 0
+        for bound, pairs in blocks:
+            if len(best) == k and bound > -best[0][0]:
+                break
+            for cid, c in pairs:
+                if cid == target or (exclude is not None and c.ip == exclude.ip and c.port == exclude.port):
+                    continue
+                d = cid ^ target
+                n -= 1
+                if len(best) < k:
+                    heapq.heappush(best, (-d, n, c))
+                elif d < -best[0][0]:
+                    heapq.heapreplace(best, (-d, n, c))
+        best.sort(reverse=True)
+        return [c for _, _, c in best]
+
+    def _blocks(self) -> list[tuple[int, int, list[tuple[int, Contact]]]]:
+        """Per non-empty bucket: its contacts' common id prefix (``start``, ``p`` low bits free) and its
+        ``(id, contact)`` pairs; kept until the table changes."""
+        cached = getattr(self, "_block_cache", None)
+        if cached is not None and cached[0] == self.version:
+            return cached[1]
+        out = []
+        for b in self.buckets:
+            pairs = [(c.long_id, c) for c in b.nodes.values()]
+            if pairs:
+                ids = [cid for cid, _ in pairs]
+                p = (min(ids) ^ max(ids)).bit_length()
+                out.append((ids[0] >> p, p, pairs))
+        self._block_cache = (self.version, out)
+        return out
 
     def flush(self) -> None:
         super().flush()
