@@ -343,13 +343,10 @@ class SubscriptionRegistry:
         done = fast = 0
         for sub_id in sub_ids:
             buf = buffers.get(sub_id)
-            if buf is None or len(buf._events) == size:  # unknown, closed or full: the general case
+            if buf is None or len(buf) == size:  # unknown, closed or full: the general case
                 done += self.deliver(sub_id, event)
                 continue
-            buf._events.append(event)
-            buf.last_seq += 1
-            if buf._waiting:
-                buf._notify()
+            buf.append(event)
             fast += 1
         self.counters["delivered_total"] += fast
         return done + fast

@@ -481,8 +481,7 @@ class Node(DhtMember):
     def _takes_over(self, ids: list[int]) -> bool:
         """Whether a node of ``ids`` is closer (XOR) than we are to a key we hold: a tree node, a transfer or
         waiting messages, a schema. Far cheaper than asking the neighbourhood who is responsible for every key."""
-        tree = self.core.tree
-        keys = [tree_key(t) for t in (*tree.nodes, *(k[0] for k in tree._partial), *tree._parked)]
+        keys = [tree_key(t) for t in self.core.tree.held()]
         keys += [schema_key(name) for name in self.schemas.docs]
         me = self.hood._me_int
         for key in keys:

@@ -45,6 +45,11 @@ class Replica:
 class Custody:
     # --- hand-offs (DHT responsibility moved: joins, graceful leaves) ---
 
+    def held(self) -> list[TreeId]:
+        """Every tree node this host answers for: held, half-received in a transfer, or with messages waiting
+        for it (what `release` can give up)."""
+        return [*self.nodes, *(key[0] for key in self._partial), *self._parked]
+
     def release(self, select: Callable[[TreeId], bool], now: float) -> list[Action]:
         """Give up every tree node (and half-received transfer, and waiting message) that ``select`` picks: the
         returned actions send them on, addressed to the tree node, i.e. to its now responsible host."""
